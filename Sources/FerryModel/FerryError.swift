@@ -1,0 +1,95 @@
+/// Every error Ferry's core reports, with the context a user needs to act on it.
+///
+/// Each case maps to one wire error (a Varlink error name, an HTTP status) in one place in the IPC
+/// layer; `code` is the stable name used there.
+public enum FerryError: Error, Sendable, Equatable, CustomStringConvertible {
+    case invalidEntity(String)
+    case invalidID(entity: String, id: String, reason: String)
+    case invalidStamp(String, reason: String)
+    case invalidPayload(entity: String, id: String, reason: String)
+    case payloadTooLarge(entity: String, id: String, size: Int, limit: Int)
+    case invalidAttachmentReference(entity: String, id: String, reference: String)
+    case immutableRecord(entity: String, id: String)
+    case notFound(space: String, entity: String, id: String)
+    case invalidSpaceName(String)
+    case spaceNotFound(String)
+    case spaceExists(String)
+    case batchTooLarge(count: Int, limit: Int)
+    case attachmentMissing(sha256: String)
+    case attachmentMismatch(expected: String, actual: String)
+    case attachmentTooLarge(size: Int, limit: Int)
+    case conflictNotFound(entity: String, id: String, stamp: String)
+    case invalidTransportName(String)
+    /// The store could not read or write its files; `context` says what it was doing.
+    case storage(context: String, message: String)
+
+    /// A stable, machine-readable name for the error kind.
+    public var code: String {
+        switch self {
+        case .invalidEntity: "InvalidEntity"
+        case .invalidID: "InvalidID"
+        case .invalidStamp: "InvalidStamp"
+        case .invalidPayload: "InvalidPayload"
+        case .payloadTooLarge: "PayloadTooLarge"
+        case .invalidAttachmentReference: "InvalidAttachmentReference"
+        case .immutableRecord: "ImmutableRecord"
+        case .notFound: "NotFound"
+        case .invalidSpaceName: "InvalidSpaceName"
+        case .spaceNotFound: "SpaceNotFound"
+        case .spaceExists: "SpaceExists"
+        case .batchTooLarge: "BatchTooLarge"
+        case .attachmentMissing: "AttachmentMissing"
+        case .attachmentMismatch: "AttachmentMismatch"
+        case .attachmentTooLarge: "AttachmentTooLarge"
+        case .conflictNotFound: "ConflictNotFound"
+        case .invalidTransportName: "InvalidTransportName"
+        case .storage: "StorageFailure"
+        }
+    }
+
+    /// What happened and what to do next, in words for a person.
+    public var description: String {
+        switch self {
+        case .invalidEntity(let e):
+            return "invalid entity name \(quoted(e)): use 1 to 64 characters of a-z, 0-9, '_', '.', '-', starting with a letter"
+        case .invalidID(let e, let id, let reason):
+            return "invalid id \(quoted(id)) for entity \(e): \(reason)"
+        case .invalidStamp(let s, let reason):
+            return "invalid stamp \(quoted(s)): \(reason)"
+        case .invalidPayload(let e, let id, let reason):
+            return "invalid payload for \(e)/\(id): \(reason)"
+        case .payloadTooLarge(let e, let id, let size, let limit):
+            return "payload for \(e)/\(id) is \(size) bytes, over the limit of \(limit): store large data as an attachment"
+        case .invalidAttachmentReference(let e, let id, let r):
+            return "record \(e)/\(id) references attachment \(quoted(r)), which is not a lowercase hex SHA-256 (64 characters 0-9a-f)"
+        case .immutableRecord(let e, let id):
+            return "\(e)/\(id) belongs to an immutable entity kind and already exists: write a new record instead of changing it"
+        case .notFound(let s, let e, let id):
+            return "no record \(e)/\(id) in space \(s)"
+        case .invalidSpaceName(let s):
+            return "invalid space name \(quoted(s)): use 1 to 64 characters of a-z, 0-9, '_', '.', '-', starting with a letter"
+        case .spaceNotFound(let s):
+            return "no space named \(quoted(s)): list spaces with 'ferryctl space ls' or create it with 'ferryctl space create'"
+        case .spaceExists(let s):
+            return "a space named \(quoted(s)) already exists"
+        case .batchTooLarge(let count, let limit):
+            return "batch of \(count) records is over the limit of \(limit): split it into smaller batches"
+        case .attachmentMissing(let sha):
+            return "attachment \(sha) is not in the store: upload it before writing a record that references it"
+        case .attachmentMismatch(let expected, let actual):
+            return "attachment content hashes to \(actual), not the expected \(expected): the file changed or was corrupted in transit; upload it again"
+        case .attachmentTooLarge(let size, let limit):
+            return "attachment of \(size) bytes is over the limit of \(limit) bytes"
+        case .conflictNotFound(let e, let id, let stamp):
+            return "no losing version \(stamp) is kept for \(e)/\(id): list them with 'ferryctl conflicts'"
+        case .invalidTransportName(let n):
+            return "invalid transport name \(quoted(n)): use 1 to 64 characters of a-z, 0-9, '_', '.', '-', starting with a letter"
+        case .storage(let context, let message):
+            return "storage failure while \(context): \(message); check free disk space and the state directory's permissions"
+        }
+    }
+
+    private func quoted(_ s: String) -> String {
+        "\"" + String(s.unicodeScalars.prefix(80).map { $0.value < 0x20 ? "?" : Character($0) }) + "\""
+    }
+}

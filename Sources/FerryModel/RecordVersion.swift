@@ -1,0 +1,112 @@
+import FerryJSON
+
+/// One version of one record, as it is stored, sent and merged.
+public struct RecordVersion: Sendable, Hashable {
+    /// The entity kind, `[a-z][a-z0-9_.-]{0,63}`.
+    public var entity: String
+    /// The record's id within its entity kind, compared as given.
+    public var id: String
+    /// The version stamp; the merge rules compare these.
+    public var hlc: Stamp
+    /// A tombstone: the record is deleted as of `hlc`.
+    public var deleted: Bool
+    /// The payload as the text of a JSON object; nil for tombstones.
+    public var payload: String?
+    /// Lowercase hex SHA-256 of the attachments this version references, sorted, no duplicates.
+    public var attachments: [String]
+
+    public init(entity: String, id: String, hlc: Stamp, deleted: Bool, payload: String?, attachments: [String] = []) {
+        self.entity = entity
+        self.id = id
+        self.hlc = hlc
+        self.deleted = deleted
+        self.payload = deleted ? nil : payload
+        self.attachments = deleted ? [] : Array(Set(attachments)).sorted()
+    }
+
+    public var key: RecordKey { RecordKey(entity: entity, id: id) }
+}
+
+/// A record's identity within a space.
+public struct RecordKey: Sendable, Hashable, Comparable {
+    public var entity: String
+    public var id: String
+    public init(entity: String, id: String) {
+        self.entity = entity
+        self.id = id
+    }
+    public static func < (a: RecordKey, b: RecordKey) -> Bool {
+        (a.entity, a.id) < (b.entity, b.id)
+    }
+}
+
+/// Limits on what a record may hold.
+public struct RecordLimits: Sendable {
+    /// The largest payload, in bytes of its JSON text. Default 1 MiB.
+    public var maxPayloadBytes: Int
+    /// The most attachments one record may reference.
+    public var maxAttachments: Int
+    /// The deepest JSON nesting a payload may have.
+    public var maxPayloadDepth: Int
+
+    public init(maxPayloadBytes: Int = 1 << 20, maxAttachments: Int = 256, maxPayloadDepth: Int = 128) {
+        self.maxPayloadBytes = maxPayloadBytes
+        self.maxAttachments = maxAttachments
+        self.maxPayloadDepth = maxPayloadDepth
+    }
+
+    public static let `default` = RecordLimits()
+}
+
+extension RecordVersion {
+    /// Checks every field against the record model. Pure: it changes nothing.
+    /// - Throws: the first `FerryError` found: `invalidEntity`, `invalidID`, `invalidPayload`,
+    ///   `payloadTooLarge`, `invalidAttachmentReference`.
+    public func validate(limits: RecordLimits = .default) throws(FerryError) {
+        try RecordVersion.validate(entity: entity, id: id)
+        if deleted {
+            if payload != nil { throw .invalidPayload(entity: entity, id: id, reason: "a tombstone has no payload") }
+        } else {
+            guard let payload else {
+                throw .invalidPayload(entity: entity, id: id, reason: "a payload (a JSON object) is required unless the record is deleted")
+            }
+            try RecordVersion.validatePayload(payload, entity: entity, id: id, limits: limits)
+        }
+        if attachments.count > limits.maxAttachments {
+            throw .invalidPayload(entity: entity, id: id, reason: "at most \(limits.maxAttachments) attachments per record")
+        }
+        for a in attachments where !Names.isSHA256Hex(a) {
+            throw .invalidAttachmentReference(entity: entity, id: id, reference: String(a.prefix(80)))
+        }
+    }
+
+    /// Checks an entity name and an id.
+    public static func validate(entity: String, id: String) throws(FerryError) {
+        guard Names.isValidName(entity) else { throw .invalidEntity(String(entity.prefix(80))) }
+        if let problem = Names.idProblem(id) { throw .invalidID(entity: entity, id: String(id.prefix(140)), reason: problem) }
+    }
+
+    /// Checks that `payload` is the text of one JSON object within the limits.
+    public static func validatePayload(_ payload: String, entity: String, id: String, limits: RecordLimits) throws(FerryError) {
+        let size = payload.utf8.count
+        if size > limits.maxPayloadBytes {
+            throw .payloadTooLarge(entity: entity, id: id, size: size, limit: limits.maxPayloadBytes)
+        }
+        var text = payload
+        let result: Result<JSONTopLevel, JSONError> = text.withUTF8 { buffer in
+            do throws(JSONError) {
+                return .success(try JSONParser.validate(UnsafeRawBufferPointer(buffer),
+                                                        limits: JSONLimits(maxBytes: limits.maxPayloadBytes, maxDepth: limits.maxPayloadDepth)))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch result {
+        case .success(.object): return
+        case .success(let top):
+            throw .invalidPayload(entity: entity, id: id, reason: "the payload must be a JSON object, not \(top)")
+        case .failure(let error):
+            throw .invalidPayload(entity: entity, id: id, reason: error.description)
+        }
+    }
+}

@@ -1,0 +1,107 @@
+import CSQLite
+import Foundation
+
+/// One SQLite connection.
+///
+/// A `Database` is not thread-safe: its owner (one serial executor, see `Store`) must be the only
+/// caller. It is `@unchecked Sendable` so that an owner can move it to the thread it runs on; the
+/// owner, not this type, guarantees exclusive use.
+public final class Database: @unchecked Sendable {
+    /// How the file is opened.
+    public enum Mode: Sendable { case readWrite, readOnly }
+
+    public let path: String
+    let handle: OpaquePointer
+    private var statementCache: [String: Statement] = [:]
+
+    /// Opens (and for `.readWrite`, creates) the database at `path`.
+    /// - Throws: `SQLiteError` when the file cannot be opened.
+    public init(path: String, mode: Mode = .readWrite) throws(SQLiteError) {
+        self.path = path
+        var db: OpaquePointer?
+        let flags: Int32 = (mode == .readWrite ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) : SQLITE_OPEN_READONLY)
+            | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let db { sqlite3_close_v2(db) }
+            throw SQLiteError(code: rc, message: "cannot open \(path): \(message)")
+        }
+        handle = db
+        sqlite3_busy_timeout(db, 5000)
+    }
+
+    deinit {
+        statementCache.removeAll()
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs one or more statements that return no rows (schema, pragmas).
+    public func execute(_ sql: String) throws(SQLiteError) {
+        var errmsg: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &errmsg)
+        if rc != SQLITE_OK {
+            let message = errmsg.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+            sqlite3_free(errmsg)
+            throw SQLiteError(code: rc, extendedCode: sqlite3_extended_errcode(handle), message: message, sql: sql)
+        }
+    }
+
+    /// Prepares a statement that the caller owns and that is finalized when released.
+    public func prepare(_ sql: String) throws(SQLiteError) -> Statement {
+        try Statement(database: self, sql: sql)
+    }
+
+    /// Returns a prepared statement kept for the life of the connection, reset and with its
+    /// bindings cleared. Use it for the statements run on hot paths.
+    public func cached(_ sql: String) throws(SQLiteError) -> Statement {
+        if let statement = statementCache[sql] {
+            statement.reset()
+            return statement
+        }
+        let statement = try Statement(database: self, sql: sql)
+        statementCache[sql] = statement
+        return statement
+    }
+
+    /// The rowid of the last inserted row on this connection.
+    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// Rows changed by the last statement.
+    public var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// True while a transaction is open.
+    public var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    /// Reads a pragma or any single-value query as an integer.
+    public func scalarInt(_ sql: String) throws(SQLiteError) -> Int64? {
+        let statement = try prepare(sql)
+        guard try statement.step() else { return nil }
+        return statement.isNull(0) ? nil : statement.int64(0)
+    }
+
+    /// Reads a single-value query as text.
+    public func scalarText(_ sql: String) throws(SQLiteError) -> String? {
+        let statement = try prepare(sql)
+        guard try statement.step() else { return nil }
+        return statement.text(0)
+    }
+
+    /// Runs `body` in a transaction: commits when it returns, rolls back when it throws.
+    public func transaction<T>(_ kind: String = "IMMEDIATE", _ body: () throws -> T) throws -> T {
+        try execute("BEGIN \(kind)")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    func error(_ rc: Int32, sql: String?) -> SQLiteError {
+        SQLiteError(code: rc, extendedCode: sqlite3_extended_errcode(handle),
+                    message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+    }
+}

@@ -1,0 +1,97 @@
+import FerryModel
+
+extension Store {
+    /// What the store knows of one attachment.
+    public struct AttachmentInfo: Sendable, Hashable {
+        public var sha256: String
+        public var size: Int
+        /// How many current or losing versions reference it.
+        public var references: Int
+        /// False while a remote record references it but its bytes were not fetched yet.
+        public var present: Bool
+    }
+
+    /// Stores attachment bytes under their SHA-256 (verified against `expectedSHA256` when
+    /// given). Idempotent. An attachment nothing references is kept for the grace period, so an
+    /// app uploads first and then writes the record that references it.
+    /// - Throws: `attachmentTooLarge`, `attachmentMismatch`, `storage`.
+    @discardableResult
+    public func putAttachment(_ bytes: [UInt8], expectedSHA256: String? = nil) throws(FerryError) -> AttachmentInfo {
+        if bytes.count > configuration.maxAttachmentBytes {
+            throw .attachmentTooLarge(size: bytes.count, limit: configuration.maxAttachmentBytes)
+        }
+        let sha = try AttachmentFiles.write(bytes, expected: expectedSHA256, root: configuration.attachmentsPath)
+        return try registerAttachment(sha: sha, size: bytes.count)
+    }
+
+    /// Stores the file at `path` as an attachment, streaming it (memory stays bounded).
+    @discardableResult
+    public func putAttachment(fromFile path: String, expectedSHA256: String? = nil) throws(FerryError) -> AttachmentInfo {
+        let (sha, size) = try AttachmentFiles.copy(from: path, expected: expectedSHA256,
+                                                   maxBytes: configuration.maxAttachmentBytes,
+                                                   root: configuration.attachmentsPath)
+        return try registerAttachment(sha: sha, size: size)
+    }
+
+    private func registerAttachment(sha: String, size: Int) throws(FerryError) -> AttachmentInfo {
+        let now = configuration.wallClock() / 1000
+        return try write("registering attachment \(sha)") { writer in
+            let statement = try writer.db.cached("""
+                INSERT INTO attachments (sha256, size, refs, present, touched_at) VALUES (?, ?, 0, 1, ?)
+                ON CONFLICT (sha256) DO UPDATE SET size = excluded.size, present = 1, touched_at = excluded.touched_at
+                RETURNING refs
+                """)
+            statement.bind(1, sha); statement.bind(2, size); statement.bind(3, now)
+            let refs = try statement.step() ? statement.int(0) : 0
+            statement.reset()
+            return AttachmentInfo(sha256: sha, size: size, references: refs, present: true)
+        }
+    }
+
+    /// The metadata of an attachment, or nil when the store has never heard of it.
+    public func attachment(_ sha256: String) throws(FerryError) -> AttachmentInfo? {
+        try read("reading attachment \(sha256)") { db in
+            let statement = try db.cached("SELECT size, refs, present FROM attachments WHERE sha256 = ?")
+            defer { statement.reset() }
+            statement.bind(1, sha256)
+            guard try statement.step() else { return nil }
+            return AttachmentInfo(sha256: sha256, size: statement.int(0), references: statement.int(1), present: statement.bool(2))
+        }
+    }
+
+    /// The path of an attachment's file, for streaming it out; nil when its bytes are not here.
+    public func attachmentPath(_ sha256: String) -> String? {
+        guard Names.isSHA256Hex(sha256), AttachmentFiles.exists(sha256, root: configuration.attachmentsPath) else { return nil }
+        return AttachmentFiles.path(sha256, root: configuration.attachmentsPath)
+    }
+
+    /// An attachment's bytes.
+    /// - Throws: `attachmentMissing`, `attachmentTooLarge` (over `maxBytes`).
+    public func readAttachment(_ sha256: String, maxBytes: Int = 16 << 20) throws(FerryError) -> [UInt8] {
+        guard Names.isSHA256Hex(sha256) else { throw .attachmentMissing(sha256: String(sha256.prefix(80))) }
+        return try AttachmentFiles.read(sha256, root: configuration.attachmentsPath, maxBytes: maxBytes)
+    }
+
+    /// Removes attachments nothing references once their grace period is over, files left by
+    /// interrupted writes, and (with `orphanFiles`) files the store has no row for.
+    public func sweepAttachments(orphanFiles: Bool = false) throws(FerryError) {
+        let root = configuration.attachmentsPath
+        let removed: [String] = try write("sweeping attachments") { writer in
+            let removed = try writer.unreferencedAttachments(among: nil)
+            writer.whenCommitted { for sha in removed { AttachmentFiles.remove(sha, root: root) } }
+            return removed
+        }
+        _ = removed
+        guard orphanFiles else { return }
+        AttachmentFiles.clearTemporary(root: root)
+        let known: Set<String> = try read("listing attachments") { db in
+            var set = Set<String>()
+            let statement = try db.prepare("SELECT sha256 FROM attachments")
+            while try statement.step() { if let s = statement.text(0) { set.insert(s) } }
+            return set
+        }
+        for sha in AttachmentFiles.listAll(root: root) where !known.contains(sha) {
+            AttachmentFiles.remove(sha, root: root)
+        }
+    }
+}

@@ -1,0 +1,207 @@
+import FerryModel
+import FerrySQLite
+
+extension Store {
+    /// One record a transport still needs, built from the record's current version.
+    public struct Pending: Sendable, Hashable {
+        public var version: RecordVersion
+        /// The outbox order; pass the last one seen as `after` for the next page.
+        public var outboxSeq: Int64
+    }
+
+    // MARK: Transports
+
+    /// Adds a transport to a space and queues every record of the space for it.
+    /// - Throws: `invalidTransportName`, `spaceNotFound`; adding an existing name replaces its
+    ///   kind and configuration and keeps its progress.
+    public func addTransport(space: String = Store.privateSpace, name: String, kind: String, config: String = "{}") throws(FerryError) {
+        guard Names.isValidName(name) else { throw .invalidTransportName(String(name.prefix(80))) }
+        let sid = try catalog.sid(space)
+        let catalog = self.catalog
+        let now = configuration.wallClock()
+        try write("adding transport \(name)") { writer in
+            let db = writer.db
+            let insert = try db.prepare("""
+                INSERT INTO transports (sid, name, kind, config, created_at) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (sid, name) DO UPDATE SET kind = excluded.kind, config = excluded.config
+                """)
+            insert.bind(1, sid); insert.bind(2, name); insert.bind(3, kind); insert.bind(4, config); insert.bind(5, now)
+            try insert.run()
+            // Records with no outbox entry were delivered to every transport already there:
+            // say so, so that queueing them for the new one does not send them there again.
+            let delivered = try db.prepare("""
+                INSERT OR IGNORE INTO outbox_delivery (rid, transport, acked_hlc, error, error_hlc, updated_at)
+                SELECT r.rid, t.name, r.hlc, NULL, NULL, ?1 FROM records r JOIN transports t ON t.sid = r.sid
+                WHERE r.sid = ?2 AND t.name != ?3 AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.rid = r.rid)
+                """)
+            delivered.bind(1, now); delivered.bind(2, sid); delivered.bind(3, name)
+            try delivered.run()
+            let queue = try db.prepare("""
+                INSERT INTO outbox (rid, sid, hlc, seq, queued_at)
+                SELECT rid, sid, hlc, seq, ? FROM records WHERE sid = ? AND true
+                ON CONFLICT (rid) DO NOTHING
+                """)
+            queue.bind(1, now); queue.bind(2, sid)
+            try queue.run()
+            let info = TransportInfo(space: space, name: name, kind: kind, config: config)
+            writer.whenCommitted {
+                catalog.update(space) { s in
+                    s.transports.removeAll { $0.name == name }
+                    s.transports.append(info)
+                    s.transports.sort { $0.name < $1.name }
+                }
+            }
+        }
+    }
+
+    /// Removes a transport: drops its progress and acknowledgements, and prunes the outbox
+    /// entries every remaining transport has.
+    public func removeTransport(space: String = Store.privateSpace, name: String) throws(FerryError) {
+        let sid = try catalog.sid(space)
+        let catalog = self.catalog
+        let remaining = catalog.transports(of: sid).filter { $0.name != name }.count
+        try write("removing transport \(name)") { writer in
+            let db = writer.db
+            for sql in ["DELETE FROM transports WHERE sid = ? AND name = ?",
+                        "DELETE FROM progress WHERE sid = ? AND (key = 'push:' || ? OR key = 'cursor:' || ?)"] {
+                let statement = try db.prepare(sql)
+                statement.bind(1, sid); statement.bind(2, name)
+                if sql.contains("progress") { statement.bind(3, name) }
+                try statement.run()
+            }
+            let deliveries = try db.prepare(
+                "DELETE FROM outbox_delivery WHERE transport = ? AND rid IN (SELECT rid FROM outbox WHERE sid = ?)")
+            deliveries.bind(1, name); deliveries.bind(2, sid)
+            try deliveries.run()
+            if remaining > 0 {
+                let prune = try db.prepare("""
+                    DELETE FROM outbox WHERE sid = ?1 AND ?2 <= (SELECT count(*) FROM outbox_delivery d
+                      WHERE d.rid = outbox.rid AND d.acked_hlc >= outbox.hlc)
+                    """)
+                prune.bind(1, sid); prune.bind(2, remaining)
+                try prune.run()
+                try db.execute("DELETE FROM outbox_delivery WHERE rid NOT IN (SELECT rid FROM outbox)")
+            }
+            writer.whenCommitted { catalog.update(space) { $0.transports.removeAll { $0.name == name } } }
+        }
+    }
+
+    /// The transports of a space.
+    public func transports(space: String = Store.privateSpace) throws(FerryError) -> [TransportInfo] {
+        catalog.transports(of: try catalog.sid(space))
+    }
+
+    // MARK: Progress
+
+    /// A progress value of a space (`push:<transport>`, `cursor:<transport>`, ...).
+    public func progress(space: String = Store.privateSpace, key: String) throws(FerryError) -> String? {
+        let sid = try catalog.sid(space)
+        return try read("reading progress \(key)") { db in
+            let statement = try db.cached("SELECT value FROM progress WHERE sid = ? AND key = ?")
+            defer { statement.reset() }
+            statement.bind(1, sid); statement.bind(2, key)
+            return try statement.step() ? statement.text(0) : nil
+        }
+    }
+
+    /// Sets a progress value, committed like any write.
+    public func setProgress(space: String = Store.privateSpace, key: String, value: String) throws(FerryError) {
+        let sid = try catalog.sid(space)
+        let now = configuration.wallClock()
+        try write("saving progress \(key)") { writer in
+            let statement = try writer.db.cached(
+                "INSERT OR REPLACE INTO progress (sid, key, value, updated_at) VALUES (?, ?, ?, ?)")
+            statement.bind(1, sid); statement.bind(2, key); statement.bind(3, value); statement.bind(4, now)
+            try statement.run()
+        }
+    }
+
+    // MARK: Sending
+
+    /// Records the transport still needs, in outbox order after `after`: each at its current
+    /// version, skipping those it acknowledged or rejected at that version.
+    public func pending(space: String = Store.privateSpace, transport: String, after: Int64 = 0,
+                        limit: Int = 400) throws(FerryError) -> [Pending] {
+        let sid = try catalog.sid(space)
+        return try read("reading the outbox") { db in
+            let statement = try db.cached("""
+                SELECT r.entity, r.id, r.hlc, r.deleted, r.payload, r.attachments, o.seq
+                FROM outbox o JOIN records r ON r.rid = o.rid
+                LEFT JOIN outbox_delivery d ON d.rid = o.rid AND d.transport = ?2
+                WHERE o.sid = ?1 AND o.seq > ?3
+                  AND (d.rid IS NULL OR ((d.acked_hlc IS NULL OR d.acked_hlc < r.hlc)
+                                     AND (d.error_hlc IS NULL OR d.error_hlc < r.hlc)))
+                ORDER BY o.seq LIMIT ?4
+                """)
+            defer { statement.reset() }
+            statement.bind(1, sid); statement.bind(2, transport); statement.bind(3, after); statement.bind(4, max(1, limit))
+            var out: [Pending] = []
+            while try statement.step() {
+                let (version, seq) = try Reader.version(statement)
+                out.append(Pending(version: version, outboxSeq: seq))
+            }
+            return out
+        }
+    }
+
+    /// A transport saved these versions (or later ones). Entries every configured transport has
+    /// acknowledged are pruned.
+    public func acknowledge(space: String = Store.privateSpace, transport: String,
+                            _ acks: [(key: RecordKey, hlc: Stamp)]) throws(FerryError) {
+        let sid = try catalog.sid(space)
+        try write("acknowledging \(acks.count) version(s) for \(transport)") { writer in
+            for ack in acks {
+                guard let current = try writer.current(sid: sid, entity: ack.key.entity, id: ack.key.id) else { continue }
+                let queued = try writer.db.cached("SELECT hlc FROM outbox WHERE rid = ?")
+                queued.bind(1, current.rid)
+                let hlcText = try queued.step() ? queued.text(0) : nil
+                queued.reset()
+                guard let hlcText, let queuedHLC = Stamp.parse(hlcText) else { continue }
+                try writer.recordAck(rid: current.rid, transport: transport, hlc: ack.hlc)
+                try writer.pruneIfDelivered(rid: current.rid, sid: sid, hlc: queuedHLC)
+            }
+        }
+    }
+
+    /// A transport refused a version for good; the entry keeps the error text and stays visible
+    /// (and is not offered to that transport again until the record changes).
+    public func reject(space: String = Store.privateSpace, transport: String, key: RecordKey, hlc: Stamp,
+                       error: String) throws(FerryError) {
+        let sid = try catalog.sid(space)
+        try write("recording a rejection by \(transport)") { writer in
+            guard let current = try writer.current(sid: sid, entity: key.entity, id: key.id) else { return }
+            try writer.recordRejection(rid: current.rid, transport: transport, hlc: hlc, error: error)
+        }
+    }
+
+    /// The outbox: every queued record with each transport's state (errors included).
+    public func outbox(space: String? = nil, limit: Int = 1000) throws(FerryError) -> [OutboxEntry] {
+        let catalog = self.catalog
+        var sid: Int64?
+        if let space { sid = try catalog.sid(space) }
+        return try read("reading the outbox") { db in
+            let statement = try db.prepare("""
+                SELECT o.rid, o.sid, r.entity, r.id, o.hlc, o.seq, o.queued_at FROM outbox o JOIN records r ON r.rid = o.rid
+                WHERE ?1 IS NULL OR o.sid = ?1 ORDER BY o.seq LIMIT ?2
+                """)
+            statement.bind(1, sid); statement.bind(2, limit)
+            let deliveries = try db.cached(
+                "SELECT transport, acked_hlc, error, error_hlc FROM outbox_delivery WHERE rid = ? ORDER BY transport")
+            var out: [OutboxEntry] = []
+            while try statement.step() {
+                deliveries.reset()
+                deliveries.bind(1, statement.int64(0))
+                var list: [OutboxEntry.Delivery] = []
+                while try deliveries.step() {
+                    list.append(.init(transport: deliveries.text(0) ?? "", acknowledged: deliveries.text(1).flatMap(Stamp.parse),
+                                      error: deliveries.text(2), errorStamp: deliveries.text(3).flatMap(Stamp.parse)))
+                }
+                deliveries.reset()
+                out.append(OutboxEntry(space: catalog.name(of: statement.int64(1)), entity: statement.text(2) ?? "",
+                                       id: statement.text(3) ?? "", hlc: Stamp.parse(statement.text(4) ?? "") ?? Stamp(millis: 0, counter: 0, node: NodeID(0)),
+                                       seq: statement.int64(5), queuedAt: statement.int64(6), deliveries: list))
+            }
+            return out
+        }
+    }
+}

@@ -1,0 +1,279 @@
+import FerryModel
+import FerrySQLite
+
+extension Store {
+    /// How `list` orders records.
+    public enum ListOrder: String, Sendable {
+        /// By id (bytewise); `after` is an id.
+        case id
+        /// By stamp, oldest first; `after` is a stamp.
+        case stamp
+    }
+
+    /// A page of `list`.
+    public struct Page: Sendable {
+        public var records: [Record]
+        /// Pass as `after` to read the next page; nil on the last page.
+        public var next: String?
+    }
+
+    // MARK: Local writes
+
+    /// Writes a new version of one record (a new record when `id` is nil or unknown).
+    /// - Throws: `FerryError` for bad input (nothing written), `immutableRecord`,
+    ///   `attachmentMissing`, `spaceNotFound`, `storage`.
+    @discardableResult
+    public func put(space: String = Store.privateSpace, entity: String, id: String? = nil, payload: String,
+                    attachments: [String] = []) throws(FerryError) -> Record {
+        try putMany(space: space, [PutRequest(entity: entity, id: id, payload: payload, attachments: attachments)])[0]
+    }
+
+    /// Writes many records in one transaction: all of them or, on any error, none.
+    public func putMany(space: String = Store.privateSpace, _ requests: [PutRequest]) throws(FerryError) -> [Record] {
+        try checkBatch(requests.count)
+        let sid = try catalog.sid(space)
+        var checked: [(entity: String, id: String, payload: String, attachments: [String])] = []
+        checked.reserveCapacity(requests.count)
+        var seen = Set<RecordKey>()
+        for request in requests {
+            let id = request.id ?? configuration.newID()
+            let version = RecordVersion(entity: request.entity, id: id, hlc: Stamp(millis: 0, counter: 0, node: nodeID),
+                                        deleted: false, payload: request.payload, attachments: request.attachments)
+            try version.validate(limits: configuration.limits)
+            if requests.count > 1, !seen.insert(version.key).inserted {
+                throw .invalidID(entity: request.entity, id: id, reason: "the batch holds this record more than once")
+            }
+            checked.append((request.entity, id, request.payload, version.attachments))
+        }
+        let items = checked
+        return try write("writing \(items.count) record(s)") { writer in
+            try items.map { item in
+                try writer.putLocal(sid: sid, space: space, entity: item.entity, id: item.id, payload: item.payload,
+                                    deleted: false, attachments: item.attachments)
+            }
+        }
+    }
+
+    /// Deletes a record: writes a tombstone with a new stamp. Deleting a tombstone returns it
+    /// unchanged.
+    /// - Throws: `notFound` when the record does not exist; `immutableRecord`.
+    @discardableResult
+    public func delete(space: String = Store.privateSpace, entity: String, id: String) throws(FerryError) -> Record {
+        try RecordVersion.validate(entity: entity, id: id)
+        let sid = try catalog.sid(space)
+        return try write("deleting \(entity)/\(id)") { writer in
+            guard try writer.current(sid: sid, entity: entity, id: id) != nil else {
+                throw FerryError.notFound(space: space, entity: entity, id: id)
+            }
+            return try writer.putLocal(sid: sid, space: space, entity: entity, id: id, payload: nil, deleted: true, attachments: [])
+        }
+    }
+
+    // MARK: Remote changes and imports
+
+    /// Merges versions received through a transport (or, with `.imported`, from a bundle) with
+    /// the merge rules, in one transaction. Malformed versions are rejected one by one with the
+    /// reason and nothing of them is written; the others are applied.
+    public func applyRemote(space: String = Store.privateSpace, _ versions: [RecordVersion],
+                            origin: ChangeOrigin) throws(FerryError) -> [ApplyResult] {
+        try checkBatch(versions.count)
+        let sid = try catalog.sid(space)
+        var results = [ApplyResult?](repeating: nil, count: versions.count)
+        var valid: [(Int, RecordVersion)] = []
+        valid.reserveCapacity(versions.count)
+        for (i, version) in versions.enumerated() {
+            do throws(FerryError) {
+                try version.validate(limits: configuration.limits)
+                valid.append((i, version))
+            } catch {
+                results[i] = .rejected(error)
+            }
+        }
+        if !valid.isEmpty {
+            let items = valid
+            let applied = try write("applying \(items.count) remote version(s)") { writer in
+                try items.map { try writer.apply($0.1, sid: sid, origin: origin) }
+            }
+            for (k, item) in items.enumerated() { results[item.0] = applied[k] }
+        }
+        return results.map { $0! }
+    }
+
+    // MARK: Reads
+
+    /// The current version of a record (a tombstone when it was deleted), or nil.
+    public func get(space: String = Store.privateSpace, entity: String, id: String) throws(FerryError) -> Record? {
+        let sid = try catalog.sid(space)
+        return try read("reading \(entity)/\(id)") { db in
+            let statement = try db.cached(
+                "SELECT entity, id, hlc, deleted, payload, attachments, seq FROM records WHERE sid = ? AND entity = ? AND id = ?")
+            statement.bind(1, sid)
+            statement.bind(2, entity)
+            statement.bind(3, id)
+            defer { statement.reset() }
+            guard try statement.step() else { return nil }
+            let (version, seq) = try Reader.version(statement)
+            return Record(space: space, version: version, seq: seq)
+        }
+    }
+
+    /// A page of the records of one entity kind.
+    /// - Parameters:
+    ///   - after: the `next` of the previous page.
+    ///   - limit: 1 to 1,000 records.
+    ///   - where: payload fields that must equal the given JSON scalars (top-level keys).
+    public func list(space: String = Store.privateSpace, entity: String, after: String? = nil, limit: Int = 100,
+                     includeDeleted: Bool = false, order: ListOrder = .id,
+                     where filters: [(field: String, value: FilterValue)] = []) throws(FerryError) -> Page {
+        guard Names.isValidName(entity) else { throw .invalidEntity(String(entity.prefix(80))) }
+        let sid = try catalog.sid(space)
+        let limit = min(max(limit, 1), 1000)
+        let key = order == .id ? "id" : "hlc"
+        var sql = "SELECT entity, id, hlc, deleted, payload, attachments, seq FROM records WHERE sid = ? AND entity = ?"
+        if !includeDeleted { sql += " AND deleted = 0" }
+        if after != nil { sql += order == .id ? " AND id > ?" : " AND (hlc, id) > (?, ?)" }
+        for _ in filters { sql += " AND json_extract(payload, ?) IS ?" }
+        sql += " ORDER BY \(key)\(order == .stamp ? ", id" : "") LIMIT ?"
+        return try read("listing \(entity)") { db in
+            let statement = try db.cached(sql)
+            defer { statement.reset() }
+            var i: Int32 = 1
+            statement.bind(i, sid); i += 1
+            statement.bind(i, entity); i += 1
+            if let after {
+                if order == .id {
+                    statement.bind(i, after); i += 1
+                } else {
+                    let parts = after.split(separator: "|", maxSplits: 1).map(String.init)
+                    statement.bind(i, parts[0]); i += 1
+                    statement.bind(i, parts.count > 1 ? parts[1] : ""); i += 1
+                }
+            }
+            for filter in filters {
+                statement.bind(i, "$.\"" + filter.field.replacingOccurrences(of: "\"", with: "") + "\""); i += 1
+                filter.value.bind(statement, i); i += 1
+            }
+            statement.bind(i, limit + 1)
+            var records: [Record] = []
+            while try statement.step() {
+                let (version, seq) = try Reader.version(statement)
+                records.append(Record(space: space, version: version, seq: seq))
+            }
+            var next: String?
+            if records.count > limit {
+                records.removeLast()
+                let last = records[records.count - 1]
+                next = order == .id ? last.id : last.hlc.text + "|" + last.id
+            }
+            return Page(records: records, next: next)
+        }
+    }
+
+    /// The changes after `since` in change-log order, each record at its current version (a
+    /// record changed several times since then appears once, at its latest change).
+    /// - Parameters:
+    ///   - spaces: only these spaces (nil: all).
+    ///   - entities: only these entity kinds (nil: all).
+    public func changes(since: Int64, spaces: Set<String>? = nil, entities: Set<String>? = nil,
+                        limit: Int = 1000) throws(FerryError) -> [Record] {
+        var sids: Set<Int64>?
+        if let spaces {
+            var s = Set<Int64>()
+            for name in spaces { s.insert(try catalog.sid(name)) }
+            sids = s
+        }
+        let catalog = self.catalog
+        return try read("reading changes") { db in
+            let statement = try db.cached("""
+                SELECT r.entity, r.id, r.hlc, r.deleted, r.payload, r.attachments, r.seq, r.sid
+                FROM changes c JOIN records r ON r.rid = c.rid
+                WHERE c.seq > ? AND r.seq = c.seq ORDER BY c.seq LIMIT ?
+                """)
+            defer { statement.reset() }
+            statement.bind(1, since)
+            statement.bind(2, max(1, min(limit, 10_000)))
+            var out: [Record] = []
+            while try statement.step() {
+                let sid = statement.int64(7)
+                if let sids, !sids.contains(sid) { continue }
+                if let entities, !entities.contains(statement.text(0) ?? "") { continue }
+                let (version, seq) = try Reader.version(statement)
+                out.append(Record(space: catalog.name(of: sid), version: version, seq: seq))
+            }
+            return out
+        }
+    }
+
+    // MARK: Losing versions
+
+    /// The versions of a record that lost a merge, newest first.
+    public func conflicts(space: String = Store.privateSpace, entity: String, id: String) throws(FerryError) -> [LosingVersion] {
+        try RecordVersion.validate(entity: entity, id: id)
+        let sid = try catalog.sid(space)
+        return try read("reading conflicts of \(entity)/\(id)") { db in
+            let statement = try db.cached("""
+                SELECT l.hlc, l.deleted, l.payload, l.attachments, l.origin, l.winner_hlc, l.lost_at
+                FROM losers l JOIN records r ON r.rid = l.rid
+                WHERE r.sid = ? AND r.entity = ? AND r.id = ? ORDER BY l.lid DESC
+                """)
+            defer { statement.reset() }
+            statement.bind(1, sid)
+            statement.bind(2, entity)
+            statement.bind(3, id)
+            var out: [LosingVersion] = []
+            while try statement.step() {
+                guard let hlc = Stamp.parse(statement.text(0) ?? ""), let winner = Stamp.parse(statement.text(5) ?? "") else { continue }
+                out.append(LosingVersion(
+                    version: RecordVersion(entity: entity, id: id, hlc: hlc, deleted: statement.bool(1),
+                                           payload: statement.text(2), attachments: AttachmentList.decode(statement.text(3))),
+                    origin: ChangeOrigin(parsing: statement.text(4) ?? "local"), winner: winner, lostAt: statement.int64(6)))
+            }
+            return out
+        }
+    }
+
+    /// Makes a losing version current again, as a new local version (with a new stamp, so it
+    /// wins everywhere).
+    /// - Throws: `conflictNotFound` when no losing version with that stamp is kept.
+    @discardableResult
+    public func restoreConflict(space: String = Store.privateSpace, entity: String, id: String,
+                                stamp: Stamp) throws(FerryError) -> Record {
+        guard let loser = try conflicts(space: space, entity: entity, id: id).first(where: { $0.version.hlc == stamp }) else {
+            throw .conflictNotFound(entity: entity, id: id, stamp: stamp.text)
+        }
+        if loser.version.deleted { return try delete(space: space, entity: entity, id: id) }
+        return try put(space: space, entity: entity, id: id, payload: loser.version.payload ?? "{}",
+                       attachments: loser.version.attachments)
+    }
+
+    // MARK: Helpers
+
+    func read<T>(_ context: String, _ body: (Database) throws -> T) throws(FerryError) -> T {
+        do {
+            return try reader.read(body)
+        } catch let error as FerryError {
+            throw error
+        } catch {
+            throw .storage(context: context, message: "\(error)")
+        }
+    }
+}
+
+/// A JSON scalar that a payload field must equal in `Store.list(where:)`.
+public enum FilterValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+
+    func bind(_ statement: Statement, _ index: Int32) {
+        switch self {
+        case .null: statement.bindNull(index)
+        case .bool(let b): statement.bind(index, b)
+        case .int(let i): statement.bind(index, i)
+        case .double(let d): statement.bind(index, d)
+        case .string(let s): statement.bind(index, s)
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import FerryCrypto
+import FerryModel
+
+extension Store {
+    /// Store-wide counts (for status displays).
+    public func stats() throws(FerryError) -> StoreStats {
+        try read("counting") { db in
+            func count(_ sql: String) throws -> Int64 { try db.scalarInt(sql) ?? 0 }
+            return StoreStats(
+                records: Int(try count("SELECT count(*) FROM records WHERE deleted = 0")),
+                tombstones: Int(try count("SELECT count(*) FROM records WHERE deleted = 1")),
+                outbox: Int(try count("SELECT count(*) FROM outbox")),
+                outboxErrors: Int(try count("SELECT count(DISTINCT rid) FROM outbox_delivery WHERE error IS NOT NULL")),
+                lastSeq: try count("SELECT max(seq) FROM changes"),
+                attachments: Int(try count("SELECT count(*) FROM attachments WHERE present = 1")),
+                attachmentBytes: try count("SELECT total(size) FROM attachments WHERE present = 1"))
+        }
+    }
+
+    /// A SHA-256 over every record of the given spaces (all when nil), in key order: equal on two
+    /// devices exactly when they hold the same versions.
+    public func digest(spaces: Set<String>? = nil) throws(FerryError) -> String {
+        try read("computing the digest") { db in
+            var hasher = SHA256()
+            let statement = try db.prepare("""
+                SELECT s.name, r.entity, r.id, r.hlc, r.deleted, r.payload, r.attachments
+                FROM records r JOIN spaces s ON s.sid = r.sid ORDER BY s.name, r.entity, r.id
+                """)
+            while try statement.step() {
+                let name = statement.text(0) ?? ""
+                if let spaces, !spaces.contains(name) { continue }
+                var line = ""
+                for c in Int32(0)..<7 { line += (statement.text(c) ?? "\u{1}") + "\u{0}" }
+                hasher.update(Array(line.utf8))
+            }
+            return Hex.encode(hasher.finalize())
+        }
+    }
+
+    /// A stored setting (engine state key `setting:<name>`).
+    public func setting(_ name: String) throws(FerryError) -> String? {
+        try read("reading setting \(name)") { db in
+            let statement = try db.cached("SELECT value FROM engine_state WHERE key = ?")
+            defer { statement.reset() }
+            statement.bind(1, "setting:" + name)
+            return try statement.step() ? statement.text(0) : nil
+        }
+    }
+
+    /// Stores a setting (nil removes it).
+    public func setSetting(_ name: String, _ value: String?) throws(FerryError) {
+        try write("saving setting \(name)") { writer in
+            let statement = try writer.db.prepare(value == nil
+                ? "DELETE FROM engine_state WHERE key = ?1"
+                : "INSERT OR REPLACE INTO engine_state (key, value) VALUES (?1, ?2)")
+            statement.bind(1, "setting:" + name)
+            if let value { statement.bind(2, value) }
+            try statement.run()
+        }
+    }
+}

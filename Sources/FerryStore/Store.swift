@@ -1,0 +1,187 @@
+import FerryModel
+import FerrySQLite
+import Foundation
+
+/// Ferry's record store: records in spaces, the change log, the durable outbox, transports and
+/// their progress, losing versions and attachments, in one SQLite database (WAL) plus attachment
+/// files, under one directory.
+///
+/// Promises:
+/// - A call that returned has committed: with `durability = .full` it survives a crash and a power
+///   loss, with `.normal` a crash of the process.
+/// - A local write is one transaction: the record, its outbox entry and its change-log row.
+/// - Remote versions, imports and local writes go through the same merge rules (`Merge`).
+/// - Bad input throws a `FerryError` and writes nothing.
+///
+/// Thread-safe: writes from any thread are group-committed by a `WriteQueue`; reads use a
+/// separate connection and never wait for a write to commit.
+public final class Store: @unchecked Sendable {
+    // @unchecked: `queue` serialises every use of the write connection, `reader` guards its own.
+
+    /// The name of the space every store starts with.
+    public static let privateSpace = "private"
+
+    public let configuration: StoreConfiguration
+    /// This device's node id, the last field of every stamp it issues.
+    public let nodeID: NodeID
+    let catalog: Catalog
+    let queue: WriteQueue
+    let reader: Reader
+    private let writer: Writer
+
+    /// Opens the store in `configuration.directory`, creating or migrating it as needed.
+    /// - Throws: `FerryError.storage` when the directory or database cannot be opened, is not a
+    ///   Ferry store, or comes from a newer Ferry.
+    public init(configuration: StoreConfiguration) throws(FerryError) {
+        self.configuration = configuration
+        let dir = configuration.directory
+        for path in [dir, configuration.attachmentsPath, configuration.attachmentsPath + "/tmp"] {
+            if mkdir(path, 0o700) != 0 && errno != EEXIST {
+                throw AttachmentFiles.ioError("creating the state directory \(path)")
+            }
+        }
+        let catalog = Catalog()
+        self.catalog = catalog
+        do {
+            let db = try Database(path: configuration.databasePath)
+            try Store.configure(db, configuration)
+            try Store.migrate(db, path: configuration.databasePath)
+            let (node, clockState) = try Store.engineState(db, configuration)
+            try Store.ensurePrivateSpace(db, now: configuration.wallClock())
+            catalog.load(try Store.loadSpaces(db))
+            let lastSeq = try db.scalarInt("SELECT max(seq) FROM changes") ?? 0
+            let clock = HybridClock(node: node, last: clockState, maxDriftMillis: configuration.maxDriftMillis,
+                                    wallClock: configuration.wallClock)
+            nodeID = node
+            writer = Writer(db: db, config: configuration, catalog: catalog, clock: clock, lastSeq: lastSeq)
+            queue = WriteQueue(writer: writer)
+            let readDB = try Database(path: configuration.databasePath)
+            try Store.configure(readDB, configuration)
+            try readDB.execute("PRAGMA query_only = ON")
+            reader = Reader(db: readDB, catalog: catalog)
+        } catch let error as FerryError {
+            throw error
+        } catch {
+            throw .storage(context: "opening the store in \(dir)", message: "\(error)")
+        }
+        try sweepAttachments(orphanFiles: true)
+    }
+
+    /// Told of the greatest committed change-log sequence number after every commit that added
+    /// changes (on the committing thread: return quickly).
+    public func setCommitObserver(_ observer: @escaping @Sendable (Int64) -> Void) {
+        _ = try? write("setting the commit observer") { writer in writer.onCommit = observer }
+    }
+
+    /// The greatest committed change-log sequence number.
+    public var lastSeq: Int64 {
+        (try? reader.read { db in try db.scalarInt("SELECT max(seq) FROM changes") ?? 0 }) ?? 0
+    }
+
+    // MARK: Opening
+
+    static func configure(_ db: Database, _ config: StoreConfiguration) throws {
+        try db.execute("PRAGMA journal_mode = WAL")
+        try db.execute("PRAGMA synchronous = \(config.durability == .full ? "FULL" : "NORMAL")")
+        try db.execute("PRAGMA cache_size = -\(config.cacheKiB)")
+        try db.execute("PRAGMA temp_store = MEMORY")
+        try db.execute("PRAGMA foreign_keys = OFF")
+    }
+
+    static func migrate(_ db: Database, path: String) throws {
+        let appID = Int32(truncatingIfNeeded: try db.scalarInt("PRAGMA application_id") ?? 0)
+        let version = Int(try db.scalarInt("PRAGMA user_version") ?? 0)
+        if appID != 0 && appID != Schema.applicationID {
+            throw FerryError.storage(context: "opening \(path)",
+                                     message: "this file is not a Ferry store (application_id \(appID)); point --state-dir at a directory of its own")
+        }
+        if appID == 0 && version == 0 {
+            let tables = try db.scalarInt("SELECT count(*) FROM sqlite_master") ?? 0
+            if tables > 0 {
+                throw FerryError.storage(context: "opening \(path)",
+                                         message: "this SQLite file has tables but is not a Ferry store; point --state-dir at a directory of its own")
+            }
+        }
+        if version > Schema.latestVersion {
+            throw FerryError.storage(context: "opening \(path)",
+                                     message: "the store has schema version \(version), newer than this Ferry knows (\(Schema.latestVersion)); upgrade Ferry")
+        }
+        for next in version..<Schema.latestVersion {
+            try db.transaction {
+                try db.execute(Schema.migrations[next])
+                try db.execute("PRAGMA application_id = \(Schema.applicationID)")
+                try db.execute("PRAGMA user_version = \(next + 1)")
+            }
+        }
+    }
+
+    static func engineState(_ db: Database, _ config: StoreConfiguration) throws -> (NodeID, Stamp?) {
+        let get = try db.prepare("SELECT value FROM engine_state WHERE key = ?")
+        get.bind(1, "node_id")
+        var node: NodeID?
+        if try get.step(), let text = get.text(0) { node = NodeID(hex: text) }
+        get.reset()
+        if node == nil {
+            let fresh = NodeID(config.random64())
+            let put = try db.prepare("INSERT OR REPLACE INTO engine_state (key, value) VALUES ('node_id', ?)")
+            put.bind(1, fresh.description)
+            try put.run()
+            node = fresh
+        }
+        get.bind(1, "clock")
+        var clock: Stamp?
+        if try get.step(), let text = get.text(0) { clock = Stamp.parse(text) }
+        get.reset()
+        // Never issue a stamp below one already stored, even if the clock state was lost.
+        if let newest = try db.scalarText("SELECT max(hlc) FROM records"), let stamp = Stamp.parse(newest),
+           clock.map({ stamp > $0 }) ?? true, stamp.millis <= config.wallClock() + config.maxDriftMillis {
+            clock = stamp
+        }
+        return (node!, clock)
+    }
+
+    static func ensurePrivateSpace(_ db: Database, now: Int64) throws {
+        let statement = try db.prepare(
+            "INSERT OR IGNORE INTO spaces (name, kind, owner_id, created_at) VALUES (?, 'private', NULL, ?)")
+        statement.bind(1, privateSpace)
+        statement.bind(2, now)
+        try statement.run()
+    }
+
+    static func loadSpaces(_ db: Database) throws -> [Catalog.Space] {
+        var spaces: [Int64: Catalog.Space] = [:]
+        let statement = try db.prepare("SELECT sid, name, kind, owner_id, created_at FROM spaces")
+        while try statement.step() {
+            let info = SpaceInfo(name: statement.text(1) ?? "", kind: SpaceInfo.Kind(rawValue: statement.text(2) ?? "") ?? .shared,
+                                 ownerID: statement.text(3), createdAt: statement.int64(4))
+            spaces[statement.int64(0)] = Catalog.Space(sid: statement.int64(0), info: info, transports: [])
+        }
+        let transports = try db.prepare("SELECT sid, name, kind, config FROM transports ORDER BY sid, name")
+        while try transports.step() {
+            let sid = transports.int64(0)
+            guard let name = spaces[sid]?.info.name else { continue }
+            spaces[sid]?.transports.append(TransportInfo(space: name, name: transports.text(1) ?? "",
+                                                         kind: transports.text(2) ?? "", config: transports.text(3) ?? "{}"))
+        }
+        return Array(spaces.values)
+    }
+
+    // MARK: The write path
+
+    /// Runs `body` on the writer inside a (group-committed) transaction and returns its result.
+    func write<T>(_ context: String, _ body: @escaping (Writer) throws -> T) throws(FerryError) -> T {
+        var result: T?
+        do {
+            try queue.submit { writer in result = try body(writer) }
+        } catch let error as FerryError {
+            throw error
+        } catch {
+            throw .storage(context: context, message: "\(error)")
+        }
+        return result!
+    }
+
+    func checkBatch(_ count: Int) throws(FerryError) {
+        if count > configuration.maxBatch { throw .batchTooLarge(count: count, limit: configuration.maxBatch) }
+    }
+}

@@ -1,0 +1,460 @@
+import FerryModel
+import FerrySQLite
+import Foundation
+
+/// The write side of the store: the one write connection, the clock and the change-log counter.
+///
+/// Only the current leader of the `WriteQueue` calls it, so it needs no lock of its own.
+/// `@unchecked Sendable` for that reason.
+final class Writer: @unchecked Sendable {
+    let db: Database
+    let config: StoreConfiguration
+    let catalog: Catalog
+    private(set) var clock: HybridClock
+    private var persistedClock: Stamp
+    /// The greatest change-log sequence number committed.
+    private(set) var committedSeq: Int64
+    private var seq: Int64
+    /// Work to do once the current transaction committed (file removals, cache updates).
+    private var afterCommit: [() -> Void] = []
+    private var jobAfterCommit: [() -> Void] = []
+    /// Attachments whose reference count dropped in the current job.
+    private var unreferenced: Set<String> = []
+    /// Told of the greatest committed sequence number after every commit that added changes.
+    var onCommit: (@Sendable (Int64) -> Void)?
+
+    init(db: Database, config: StoreConfiguration, catalog: Catalog, clock: HybridClock, lastSeq: Int64) {
+        self.db = db
+        self.config = config
+        self.catalog = catalog
+        self.clock = clock
+        self.persistedClock = clock.last
+        self.committedSeq = lastSeq
+        self.seq = lastSeq
+    }
+
+    var node: NodeID { clock.node }
+
+    // MARK: Transactions
+
+    /// Runs the jobs in one transaction. One job's failure rolls back only that job (a savepoint
+    /// each when there are several); a failed commit fails them all.
+    func runBatch(_ batch: [WriteQueue.Job]) {
+        do {
+            try db.execute("BEGIN IMMEDIATE")
+        } catch {
+            for job in batch { job.failure = error }
+            return
+        }
+        let seqBefore = seq
+        if batch.count == 1 {
+            let job = batch[0]
+            do {
+                try job.work(self)
+                afterCommit += jobAfterCommit
+            } catch {
+                job.failure = error
+                try? db.execute("ROLLBACK")
+                jobAfterCommit.removeAll()
+                seq = seqBefore
+                return
+            }
+            jobAfterCommit.removeAll()
+        } else {
+            for job in batch {
+                let jobSeq = seq
+                do {
+                    try db.execute("SAVEPOINT job")
+                    try job.work(self)
+                    try db.execute("RELEASE job")
+                    afterCommit += jobAfterCommit
+                } catch {
+                    job.failure = error
+                    try? db.execute("ROLLBACK TO job")
+                    try? db.execute("RELEASE job")
+                    seq = jobSeq
+                }
+                jobAfterCommit.removeAll()
+            }
+        }
+        do {
+            if clock.last != persistedClock {
+                let statement = try db.cached("INSERT OR REPLACE INTO engine_state (key, value) VALUES ('clock', ?)")
+                statement.bind(1, clock.last.text)
+                try statement.run()
+            }
+            try db.execute("COMMIT")
+        } catch {
+            try? db.execute("ROLLBACK")
+            for job in batch where job.failure == nil { job.failure = error }
+            afterCommit.removeAll()
+            seq = seqBefore
+            return
+        }
+        persistedClock = clock.last
+        let actions = afterCommit
+        afterCommit.removeAll()
+        for action in actions { action() }
+        let candidates = takeUnreferenced()
+        if !candidates.isEmpty { collectAttachments(candidates) }
+        if seq != committedSeq {
+            committedSeq = seq
+            onCommit?(seq)
+        }
+    }
+
+    /// Registers work to run after the current job's transaction commits.
+    func whenCommitted(_ action: @escaping () -> Void) {
+        jobAfterCommit.append(action)
+    }
+
+    private func nextSeq() -> Int64 {
+        seq += 1
+        return seq
+    }
+
+    private var nowMillis: Int64 { config.wallClock() }
+
+    // MARK: Record lookup
+
+    struct Current {
+        var rid: Int64
+        var version: RecordVersion
+        var seq: Int64
+    }
+
+    func current(sid: Int64, entity: String, id: String) throws -> Current? {
+        let statement = try db.cached(
+            "SELECT rid, hlc, deleted, payload, attachments, seq FROM records WHERE sid = ? AND entity = ? AND id = ?")
+        statement.bind(1, sid)
+        statement.bind(2, entity)
+        statement.bind(3, id)
+        defer { statement.reset() }
+        guard try statement.step() else { return nil }
+        let hlcText = statement.text(1) ?? ""
+        guard let hlc = Stamp.parse(hlcText) else {
+            throw FerryError.storage(context: "reading \(entity)/\(id)", message: "stored stamp \(hlcText) is malformed")
+        }
+        let version = RecordVersion(
+            entity: entity, id: id, hlc: hlc, deleted: statement.bool(2),
+            payload: statement.text(3), attachments: AttachmentList.decode(statement.text(4)))
+        return Current(rid: statement.int64(0), version: version, seq: statement.int64(5))
+    }
+
+    // MARK: Writing versions
+
+    /// Makes `version` the current version of its record and logs the change. Returns the new
+    /// change-log sequence number.
+    private func store(_ version: RecordVersion, sid: Int64, replacing current: Current?, origin: ChangeOrigin) throws -> (rid: Int64, seq: Int64) {
+        let seq = nextSeq()
+        let rid: Int64
+        let attachments = AttachmentList.encode(version.attachments)
+        if let current {
+            rid = current.rid
+            let statement = try db.cached(
+                "UPDATE records SET hlc = ?, deleted = ?, payload = ?, attachments = ?, seq = ? WHERE rid = ?")
+            statement.bind(1, version.hlc.text)
+            statement.bind(2, version.deleted)
+            statement.bind(3, version.payload)
+            statement.bind(4, attachments)
+            statement.bind(5, seq)
+            statement.bind(6, rid)
+            try statement.run()
+        } else {
+            let statement = try db.cached(
+                "INSERT INTO records (sid, entity, id, hlc, deleted, payload, attachments, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+            statement.bind(1, sid)
+            statement.bind(2, version.entity)
+            statement.bind(3, version.id)
+            statement.bind(4, version.hlc.text)
+            statement.bind(5, version.deleted)
+            statement.bind(6, version.payload)
+            statement.bind(7, attachments)
+            statement.bind(8, seq)
+            try statement.run()
+            rid = db.lastInsertRowID
+        }
+        let change = try db.cached("INSERT INTO changes (seq, rid, sid, origin) VALUES (?, ?, ?, ?)")
+        change.bind(1, seq)
+        change.bind(2, rid)
+        change.bind(3, sid)
+        change.bind(4, origin == .local ? "local" : origin.description)
+        try change.run()
+        try adjustReferences(removing: current?.version.attachments ?? [], adding: version.attachments,
+                             requirePresent: origin == .local)
+        return (rid, seq)
+    }
+
+    /// Queues the record `rid` for every transport (its current version is what will be sent).
+    private func enqueue(rid: Int64, sid: Int64, hlc: Stamp, seq: Int64) throws {
+        let statement = try db.cached("""
+            INSERT INTO outbox (rid, sid, hlc, seq, queued_at) VALUES (?, ?, ?, ?, ?)
+            ON CONFLICT (rid) DO UPDATE SET hlc = excluded.hlc, seq = excluded.seq, queued_at = excluded.queued_at
+            """)
+        statement.bind(1, rid)
+        statement.bind(2, sid)
+        statement.bind(3, hlc.text)
+        statement.bind(4, seq)
+        statement.bind(5, nowMillis)
+        try statement.run()
+    }
+
+    /// A local write: validates, stamps after the current version, stores, logs, queues.
+    func putLocal(sid: Int64, space: String, entity: String, id: String, payload: String?, deleted: Bool,
+                  attachments: [String]) throws -> Record {
+        let current = try current(sid: sid, entity: entity, id: id)
+        if config.immutableEntities.contains(entity), let current {
+            if !(deleted && current.version.deleted) {
+                throw FerryError.immutableRecord(entity: entity, id: id)
+            }
+        }
+        if deleted, let current, current.version.deleted {
+            // Deleting a tombstone again changes nothing.
+            return Record(space: space, version: current.version, seq: current.seq)
+        }
+        let hlc = clock.stamp(after: current?.version.hlc)
+        let version = RecordVersion(entity: entity, id: id, hlc: hlc, deleted: deleted, payload: payload, attachments: attachments)
+        let (rid, seq) = try store(version, sid: sid, replacing: current, origin: .local)
+        try enqueue(rid: rid, sid: sid, hlc: hlc, seq: seq)
+        return Record(space: space, version: version, seq: seq)
+    }
+
+    /// Merges a version that came from elsewhere with the merge rules.
+    func apply(_ incoming: RecordVersion, sid: Int64, origin: ChangeOrigin) throws -> ApplyResult {
+        clock.observe(incoming.hlc)
+        let current = try current(sid: sid, entity: incoming.entity, id: incoming.id)
+        let immutable = config.immutableEntities.contains(incoming.entity)
+        switch Merge.decide(current: current?.version.hlc, incoming: incoming.hlc, immutable: immutable) {
+        case .duplicate:
+            return .duplicate
+        case .lose:
+            if let current, current.version.hlc.node != incoming.hlc.node {
+                try keepLoser(incoming, rid: current.rid, origin: origin, winner: current.version.hlc)
+            }
+            return .lost
+        case .apply:
+            if let current, current.version.hlc.node != incoming.hlc.node {
+                let replacedOrigin = try originOf(seq: current.seq)
+                try keepLoser(current.version, rid: current.rid, origin: replacedOrigin, winner: incoming.hlc)
+            }
+            let (rid, seq) = try store(incoming, sid: sid, replacing: current, origin: origin)
+            try forward(rid: rid, sid: sid, hlc: incoming.hlc, seq: seq, origin: origin, isNew: current == nil)
+            return .applied(seq: seq)
+        }
+    }
+
+    /// Queues an applied remote or imported version for the transports that do not have it yet.
+    private func forward(rid: Int64, sid: Int64, hlc: Stamp, seq: Int64, origin: ChangeOrigin, isNew: Bool) throws {
+        guard case .remote(let from) = origin else {
+            // Imported data is new to every transport.
+            try enqueue(rid: rid, sid: sid, hlc: hlc, seq: seq)
+            return
+        }
+        let transports = catalog.transports(of: sid)
+        let others = transports.contains { $0.name != from }
+        var queued = false
+        if !isNew {
+            let exists = try db.cached("SELECT 1 FROM outbox WHERE rid = ?")
+            exists.bind(1, rid)
+            queued = try exists.step()
+            exists.reset()
+        }
+        guard others || queued else { return }
+        try enqueue(rid: rid, sid: sid, hlc: hlc, seq: seq)
+        try recordAck(rid: rid, transport: from, hlc: hlc)
+        try pruneIfDelivered(rid: rid, sid: sid, hlc: hlc)
+    }
+
+    private func originOf(seq: Int64) throws -> ChangeOrigin {
+        let statement = try db.cached("SELECT origin FROM changes WHERE seq = ?")
+        statement.bind(1, seq)
+        defer { statement.reset() }
+        guard try statement.step(), let text = statement.text(0) else { return .local }
+        return ChangeOrigin(parsing: text)
+    }
+
+    // MARK: Losing versions
+
+    private func keepLoser(_ version: RecordVersion, rid: Int64, origin: ChangeOrigin, winner: Stamp) throws {
+        guard config.conflictHistory > 0 else { return }
+        let insert = try db.cached("""
+            INSERT INTO losers (rid, hlc, deleted, payload, attachments, origin, winner_hlc, lost_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        insert.bind(1, rid)
+        insert.bind(2, version.hlc.text)
+        insert.bind(3, version.deleted)
+        insert.bind(4, version.payload)
+        insert.bind(5, AttachmentList.encode(version.attachments))
+        insert.bind(6, origin.description)
+        insert.bind(7, winner.text)
+        insert.bind(8, nowMillis)
+        try insert.run()
+        try adjustReferences(removing: [], adding: version.attachments, requirePresent: false)
+        // Keep only the newest `conflictHistory` per record.
+        let old = try db.cached("SELECT lid, attachments FROM losers WHERE rid = ? ORDER BY lid DESC LIMIT -1 OFFSET ?")
+        old.bind(1, rid)
+        old.bind(2, config.conflictHistory)
+        var drop: [(Int64, [String])] = []
+        while try old.step() { drop.append((old.int64(0), AttachmentList.decode(old.text(1)))) }
+        old.reset()
+        for (lid, attachments) in drop {
+            let delete = try db.cached("DELETE FROM losers WHERE lid = ?")
+            delete.bind(1, lid)
+            try delete.run()
+            try adjustReferences(removing: attachments, adding: [], requirePresent: false)
+        }
+    }
+
+    // MARK: Outbox acknowledgements
+
+    func recordAck(rid: Int64, transport: String, hlc: Stamp) throws {
+        let statement = try db.cached("""
+            INSERT INTO outbox_delivery (rid, transport, acked_hlc, error, error_hlc, updated_at) VALUES (?, ?, ?, NULL, NULL, ?)
+            ON CONFLICT (rid, transport) DO UPDATE SET
+              acked_hlc = CASE WHEN acked_hlc IS NULL OR acked_hlc < excluded.acked_hlc THEN excluded.acked_hlc ELSE acked_hlc END,
+              error = CASE WHEN error_hlc <= excluded.acked_hlc THEN NULL ELSE error END,
+              error_hlc = CASE WHEN error_hlc <= excluded.acked_hlc THEN NULL ELSE error_hlc END,
+              updated_at = excluded.updated_at
+            """)
+        statement.bind(1, rid)
+        statement.bind(2, transport)
+        statement.bind(3, hlc.text)
+        statement.bind(4, nowMillis)
+        try statement.run()
+    }
+
+    func recordRejection(rid: Int64, transport: String, hlc: Stamp, error: String) throws {
+        let statement = try db.cached("""
+            INSERT INTO outbox_delivery (rid, transport, acked_hlc, error, error_hlc, updated_at) VALUES (?, ?, NULL, ?, ?, ?)
+            ON CONFLICT (rid, transport) DO UPDATE SET error = excluded.error, error_hlc = excluded.error_hlc,
+              updated_at = excluded.updated_at
+            """)
+        statement.bind(1, rid)
+        statement.bind(2, transport)
+        statement.bind(3, String(error.prefix(4096)))
+        statement.bind(4, hlc.text)
+        statement.bind(5, nowMillis)
+        try statement.run()
+    }
+
+    /// Removes the outbox entry of `rid` once every configured transport acknowledged `hlc` or
+    /// later. With no transport configured, entries stay queued for the first one added.
+    func pruneIfDelivered(rid: Int64, sid: Int64, hlc: Stamp) throws {
+        let transports = catalog.transports(of: sid)
+        guard !transports.isEmpty else { return }
+        let count = try db.cached("SELECT count(*) FROM outbox_delivery WHERE rid = ? AND acked_hlc >= ?")
+        count.bind(1, rid)
+        count.bind(2, hlc.text)
+        _ = try count.step()
+        let acked = count.int(0)
+        count.reset()
+        guard acked >= transports.count else { return }
+        for sql in ["DELETE FROM outbox WHERE rid = ? AND hlc <= ?"] {
+            let statement = try db.cached(sql)
+            statement.bind(1, rid)
+            statement.bind(2, hlc.text)
+            try statement.run()
+        }
+        if db.changes > 0 {
+            let deliveries = try db.cached("DELETE FROM outbox_delivery WHERE rid = ?")
+            deliveries.bind(1, rid)
+            try deliveries.run()
+        }
+    }
+
+    // MARK: Attachment references
+
+    /// Counts references: every current or losing version referencing an attachment holds one.
+    /// A local write may only reference attachments the store has.
+    func adjustReferences(removing old: [String], adding new: [String], requirePresent: Bool) throws {
+        if old.isEmpty && new.isEmpty { return }
+        let oldSet = Set(old), newSet = Set(new)
+        for sha in newSet.subtracting(oldSet).sorted() {
+            if requirePresent {
+                let check = try db.cached("SELECT present FROM attachments WHERE sha256 = ?")
+                check.bind(1, sha)
+                let present = try check.step() && check.bool(0)
+                check.reset()
+                if !present { throw FerryError.attachmentMissing(sha256: sha) }
+            }
+            let statement = try db.cached("""
+                INSERT INTO attachments (sha256, size, refs, present, touched_at) VALUES (?, 0, 1, 0, ?)
+                ON CONFLICT (sha256) DO UPDATE SET refs = refs + 1, touched_at = excluded.touched_at
+                """)
+            statement.bind(1, sha)
+            statement.bind(2, nowMillis / 1000)
+            try statement.run()
+        }
+        let dropped = oldSet.subtracting(newSet)
+        for sha in dropped.sorted() {
+            let statement = try db.cached("UPDATE attachments SET refs = max(refs - 1, 0) WHERE sha256 = ?")
+            statement.bind(1, sha)
+            try statement.run()
+        }
+        if !dropped.isEmpty {
+            let store = self
+            whenCommitted { store.unreferenced.formUnion(dropped) }
+        }
+    }
+
+    /// Attachments whose last reference went away since the last call.
+    private func takeUnreferenced() -> Set<String> {
+        defer { unreferenced.removeAll() }
+        return unreferenced
+    }
+
+    /// Removes the metadata and files of attachments that nothing references and that were not
+    /// uploaded or referenced within the grace period, in a transaction of its own. Best effort:
+    /// what fails here is retried by the next sweep.
+    func collectAttachments(_ candidates: Set<String>) {
+        do {
+            try db.execute("BEGIN IMMEDIATE")
+            let removed = try unreferencedAttachments(among: candidates)
+            try db.execute("COMMIT")
+            for sha in removed { AttachmentFiles.remove(sha, root: config.attachmentsPath) }
+        } catch {
+            try? db.execute("ROLLBACK")
+        }
+    }
+
+    /// Deletes the rows of unreferenced attachments past the grace period (all of them, or those
+    /// among `candidates`) inside the current transaction, and returns them; the caller removes
+    /// the files once that transaction committed.
+    func unreferencedAttachments(among candidates: Set<String>?) throws -> [String] {
+        let cutoff = nowMillis / 1000 - config.attachmentGraceSeconds
+        var removed: [String] = []
+        if let candidates {
+            let statement = try db.cached("DELETE FROM attachments WHERE sha256 = ? AND refs = 0 AND touched_at <= ?")
+            for sha in candidates.sorted() {
+                statement.bind(1, sha)
+                statement.bind(2, cutoff)
+                try statement.run()
+                if db.changes > 0 { removed.append(sha) }
+            }
+        } else {
+            let select = try db.prepare("SELECT sha256 FROM attachments WHERE refs = 0 AND touched_at <= ?")
+            select.bind(1, cutoff)
+            while try select.step() { if let sha = select.text(0) { removed.append(sha) } }
+            let statement = try db.cached("DELETE FROM attachments WHERE sha256 = ?")
+            for sha in removed {
+                statement.bind(1, sha)
+                try statement.run()
+            }
+        }
+        return removed
+    }
+}
+
+/// The attachment list of a version as stored: a JSON array of hex strings, or NULL when empty.
+enum AttachmentList {
+    static func encode(_ list: [String]) -> String? {
+        guard !list.isEmpty else { return nil }
+        return "[" + list.map { "\"\($0)\"" }.joined(separator: ",") + "]"
+    }
+
+    static func decode(_ text: String?) -> [String] {
+        guard let text, text.count > 2 else { return [] }
+        return text.dropFirst().dropLast().split(separator: ",").map { String($0.dropFirst().dropLast()) }
+    }
+}

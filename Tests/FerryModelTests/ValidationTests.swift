@@ -1,0 +1,67 @@
+import Testing
+@testable import FerryModel
+
+@Suite struct ValidationTests {
+    let stamp = Stamp(millis: 1_764_417_600_000, counter: 0, node: NodeID(1))
+
+    func version(entity: String = "note", id: String = "A", deleted: Bool = false, payload: String? = "{}",
+                 attachments: [String] = []) -> RecordVersion {
+        var v = RecordVersion(entity: entity, id: id, hlc: stamp, deleted: deleted, payload: payload, attachments: attachments)
+        v.payload = payload   // keep even a tombstone's payload, to test the check
+        return v
+    }
+
+    @Test(arguments: ["note", "a", "stock.movement", "x-1_y.z", String(repeating: "a", count: 64)])
+    func validEntities(_ entity: String) throws {
+        try version(entity: entity).validate()
+    }
+
+    @Test(arguments: ["", "Note", "1note", "_note", "note!", "no te", "nöte", String(repeating: "a", count: 65), "note\n"])
+    func invalidEntities(_ entity: String) {
+        #expect(throws: FerryError.invalidEntity(entity)) { try version(entity: entity).validate() }
+    }
+
+    @Test func ids() throws {
+        try version(id: "8C1F3D2E-5B7A-4A61-9F0E-2B4C6D8E0A13").validate()
+        try version(id: String(repeating: "é", count: 128)).validate()
+        for bad in ["", String(repeating: "x", count: 129), "a\u{0}b", "tab\there"] {
+            #expect(throws: FerryError.self) { try version(id: bad).validate() }
+        }
+    }
+
+    @Test func payloadMustBeAnObject() {
+        for bad in ["[]", "1", "\"x\"", "null", "true", "{", "{\"a\":}", "", "{} {}", "{\"a\":1,\"a\":2}"] {
+            #expect(throws: FerryError.self, "\(bad)") { try version(payload: bad).validate() }
+        }
+        #expect(throws: FerryError.self) { try version(payload: nil).validate() }
+    }
+
+    @Test func payloadSizeLimit() throws {
+        let limits = RecordLimits(maxPayloadBytes: 1 << 20)
+        let big = "{\"a\":\"" + String(repeating: "x", count: (1 << 20) - 8) + "\"}"
+        #expect(big.utf8.count == 1 << 20)
+        try version(payload: big).validate(limits: limits)
+        let tooBig = "{\"a\":\"" + String(repeating: "x", count: 1 << 20) + "\"}"
+        #expect(throws: FerryError.payloadTooLarge(entity: "note", id: "A", size: tooBig.utf8.count, limit: 1 << 20)) {
+            try version(payload: tooBig).validate(limits: limits)
+        }
+    }
+
+    @Test func tombstones() throws {
+        try version(deleted: true, payload: nil).validate()
+        #expect(throws: FerryError.self) { try version(deleted: true, payload: "{}").validate() }
+    }
+
+    @Test func attachments() throws {
+        let sha = String(repeating: "ab", count: 32)
+        try version(attachments: [sha]).validate()
+        for bad in [String(repeating: "AB", count: 32), "abc", String(repeating: "g", count: 64)] {
+            #expect(throws: FerryError.self) { try version(attachments: [bad]).validate() }
+        }
+    }
+
+    @Test func errorsSayWhatToDo() {
+        #expect(FerryError.invalidEntity("Bad").description.contains("starting with a letter"))
+        #expect(FerryError.payloadTooLarge(entity: "a", id: "b", size: 2, limit: 1).description.contains("attachment"))
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+@testable import FerryModel
+@testable import FerryStore
+
+@Suite struct AttachmentTests {
+    @Test func storedUnderTheirHashAndVerified() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        let info = try store.putAttachment(Array("hello".utf8))
+        #expect(info.sha256 == sha256OfHello && info.size == 5)
+        #expect(try store.readAttachment(sha256OfHello) == Array("hello".utf8))
+        let path = try #require(store.attachmentPath(sha256OfHello))
+        #expect(path.hasSuffix("/attachments/2c/" + sha256OfHello))
+        #expect(throws: FerryError.attachmentMismatch(expected: String(repeating: "0", count: 64), actual: sha256OfHello)) {
+            try store.putAttachment(Array("hello".utf8), expectedSHA256: String(repeating: "0", count: 64))
+        }
+        // Idempotent.
+        #expect(try store.putAttachment(Array("hello".utf8), expectedSHA256: sha256OfHello).sha256 == sha256OfHello)
+    }
+
+    @Test func streamsLargeFilesIn() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        let source = dir.path + "/big.bin"
+        var bytes = [UInt8](repeating: 0, count: 3 << 20)
+        for i in bytes.indices { bytes[i] = UInt8(truncatingIfNeeded: i &* 31) }
+        FileManager.default.createFile(atPath: source, contents: Data(bytes))
+        let info = try store.putAttachment(fromFile: source)
+        #expect(info.size == bytes.count)
+        #expect(FileManager.default.contents(atPath: store.attachmentPath(info.sha256)!) == Data(bytes))
+        let limited = TempDir("limited")
+        let small = try makeStore(limited) { $0.maxAttachmentBytes = 1 << 20 }
+        #expect(throws: FerryError.self) { try small.putAttachment(fromFile: source) }
+        #expect(AttachmentFiles.listAll(root: limited.path + "/attachments").isEmpty)
+    }
+
+    @Test func aRecordMayOnlyReferenceAttachmentsThatAreHere() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        let missing = String(repeating: "a", count: 64)
+        #expect(throws: FerryError.attachmentMissing(sha256: missing)) {
+            try store.put(entity: "doc", id: "1", payload: "{}", attachments: [missing])
+        }
+        #expect(try store.get(entity: "doc", id: "1") == nil)
+        try store.putAttachment(Array("hello".utf8))
+        let r = try store.put(entity: "doc", id: "1", payload: "{}", attachments: [sha256OfHello])
+        #expect(r.attachments == [sha256OfHello])
+        #expect(try store.attachment(sha256OfHello)?.references == 1)
+    }
+
+    @Test func removedWhenNothingReferencesThem() throws {
+        let dir = TempDir()
+        let wall = TestWall()
+        let store = try makeStore(dir, wall: wall) { $0.attachmentGraceSeconds = 60 }
+        try store.putAttachment(Array("hello".utf8))
+        try store.put(entity: "doc", id: "1", payload: "{}", attachments: [sha256OfHello])
+        try store.put(entity: "doc", id: "2", payload: "{}", attachments: [sha256OfHello])
+        #expect(try store.attachment(sha256OfHello)?.references == 2)
+        wall.advance(120_000)
+        try store.put(entity: "doc", id: "1", payload: "{}")
+        #expect(store.attachmentPath(sha256OfHello) != nil)   // doc 2 still references it
+        try store.delete(entity: "doc", id: "2")
+        #expect(store.attachmentPath(sha256OfHello) == nil)
+        #expect(try store.attachment(sha256OfHello) == nil)
+    }
+
+    @Test func unreferencedUploadsSurviveTheGracePeriodThenGo() throws {
+        let dir = TempDir()
+        let wall = TestWall()
+        let store = try makeStore(dir, wall: wall) { $0.attachmentGraceSeconds = 60 }
+        try store.putAttachment(Array("hello".utf8))
+        try store.sweepAttachments()
+        #expect(store.attachmentPath(sha256OfHello) != nil)
+        wall.advance(61_000)
+        try store.sweepAttachments()
+        #expect(store.attachmentPath(sha256OfHello) == nil)
+    }
+
+    @Test func orphanFilesAndTemporaryLeftoversAreRemovedOnOpen() throws {
+        let dir = TempDir()
+        do { _ = try makeStore(dir) }
+        let root = dir.path + "/attachments"
+        try FileManager.default.createDirectory(atPath: root + "/ab", withIntermediateDirectories: true)
+        let orphan = root + "/ab/" + String(repeating: "ab", count: 32)
+        FileManager.default.createFile(atPath: orphan, contents: Data("x".utf8))
+        FileManager.default.createFile(atPath: root + "/tmp/partial", contents: Data("y".utf8))
+        _ = try makeStore(dir)
+        #expect(!FileManager.default.fileExists(atPath: orphan))
+        #expect(!FileManager.default.fileExists(atPath: root + "/tmp/partial"))
+    }
+
+    @Test func remoteRecordsMayReferenceAttachmentsNotFetchedYet() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        let sha = String(repeating: "c", count: 64)
+        let v = RecordVersion(entity: "doc", id: "R", hlc: Stamp(millis: 1, counter: 0, node: NodeID(5)), deleted: false,
+                              payload: "{}", attachments: [sha])
+        #expect(try store.applyRemote([v], origin: .remote(transport: "t")).first != nil)
+        let info = try #require(try store.attachment(sha))
+        #expect(info.references == 1 && !info.present)
+    }
+}

@@ -1,0 +1,140 @@
+import Testing
+@testable import FerryModel
+@testable import FerryStore
+
+@Suite struct OutboxTests {
+    @Test func aLocalWriteIsQueuedAndTenEditsSendOnce() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.addTransport(name: "relay", kind: "relay")
+        var last: Record?
+        for i in 0..<10 { last = try store.put(entity: "note", id: "N", payload: #"{"v":\#(i)}"#) }
+        let pending = try store.pending(transport: "relay")
+        #expect(pending.count == 1)
+        #expect(pending[0].version == last!.version)   // built from the current version
+        #expect(try store.outbox().count == 1)
+    }
+
+    @Test func prunedOnlyWhenEveryTransportAcknowledged() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.addTransport(name: "folder", kind: "folder")
+        try store.addTransport(name: "relay", kind: "relay")
+        let r = try store.put(entity: "note", id: "N", payload: "{}")
+        try store.acknowledge(transport: "folder", [(r.version.key, r.hlc)])
+        #expect(try store.pending(transport: "folder").isEmpty)
+        #expect(try store.pending(transport: "relay").count == 1)
+        #expect(try store.outbox().count == 1)
+        #expect(try store.outbox()[0].deliveries.map(\.transport) == ["folder"])
+        try store.acknowledge(transport: "relay", [(r.version.key, r.hlc)])
+        #expect(try store.outbox().isEmpty)
+    }
+
+    @Test func anAckOfAnOlderVersionKeepsTheNewerQueued() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.addTransport(name: "relay", kind: "relay")
+        let v1 = try store.put(entity: "note", id: "N", payload: #"{"v":1}"#)
+        let v2 = try store.put(entity: "note", id: "N", payload: #"{"v":2}"#)
+        try store.acknowledge(transport: "relay", [(v1.version.key, v1.hlc)])
+        let pending = try store.pending(transport: "relay")
+        #expect(pending.map(\.version.hlc) == [v2.hlc])
+        try store.acknowledge(transport: "relay", [(v2.version.key, v2.hlc)])
+        #expect(try store.outbox().isEmpty)
+    }
+
+    @Test func aRejectionKeepsTheErrorAndStaysVisible() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.addTransport(name: "relay", kind: "relay")
+        let r = try store.put(entity: "note", id: "N", payload: "{}")
+        try store.reject(transport: "relay", key: r.version.key, hlc: r.hlc, error: "413: quota exceeded")
+        #expect(try store.pending(transport: "relay").isEmpty)
+        let entry = try #require(try store.outbox().first)
+        #expect(entry.deliveries.first?.error == "413: quota exceeded")
+        #expect(try store.stats().outboxErrors == 1)
+        // A new version is offered again.
+        let r2 = try store.put(entity: "note", id: "N", payload: #"{"smaller":true}"#)
+        #expect(try store.pending(transport: "relay").map(\.version.hlc) == [r2.hlc])
+        try store.acknowledge(transport: "relay", [(r2.version.key, r2.hlc)])
+        #expect(try store.outbox().isEmpty)
+    }
+
+    @Test func addingATransportQueuesEveryRecordAndRemovingOneDropsItsProgress() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.addTransport(name: "a", kind: "folder")
+        var records: [Record] = []
+        for i in 0..<5 { records.append(try store.put(entity: "n", id: "\(i)", payload: "{}")) }
+        try store.acknowledge(transport: "a", records.map { ($0.version.key, $0.hlc) })
+        #expect(try store.outbox().isEmpty)
+        try store.setProgress(key: "push:a", value: "5")
+        try store.setProgress(key: "cursor:a", value: "abc")
+
+        try store.addTransport(name: "b", kind: "relay")
+        #expect(try store.pending(transport: "b").count == 5)
+        #expect(try store.pending(transport: "a").isEmpty)
+        try store.setProgress(key: "cursor:b", value: "xyz")
+
+        // Removing b: its entries are no longer needed by anyone, so they are pruned.
+        try store.removeTransport(name: "b")
+        #expect(try store.outbox().isEmpty)
+        #expect(try store.progress(key: "cursor:b") == nil)
+        #expect(try store.progress(key: "cursor:a") == "abc")
+        #expect(try store.transports().map(\.name) == ["a"])
+
+        // Re-adding queues everything again.
+        try store.addTransport(name: "b", kind: "relay")
+        #expect(try store.pending(transport: "b").count == 5)
+    }
+
+    @Test func remoteChangesAreForwardedToTheOtherTransportsOnly() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        let remote = RecordVersion(entity: "n", id: "R", hlc: Stamp(millis: 1, counter: 0, node: NodeID(9)), deleted: false, payload: "{}")
+        // With only the transport it came from, nothing needs sending.
+        try store.addTransport(name: "folder", kind: "folder")
+        _ = try store.applyRemote([remote], origin: .remote(transport: "folder"))
+        #expect(try store.outbox().isEmpty)
+        // With a second transport, it is forwarded there and counted as delivered to its source.
+        try store.addTransport(name: "relay", kind: "relay")
+        try store.acknowledge(transport: "relay", [(remote.key, remote.hlc)])
+        let newer = RecordVersion(entity: "n", id: "R", hlc: Stamp(millis: 2, counter: 0, node: NodeID(9)), deleted: false, payload: #"{"v":2}"#)
+        _ = try store.applyRemote([newer], origin: .remote(transport: "folder"))
+        #expect(try store.pending(transport: "folder").isEmpty)
+        #expect(try store.pending(transport: "relay").map(\.version.hlc) == [newer.hlc])
+    }
+
+    @Test func withoutTransportsEntriesWaitForTheFirstOne() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.put(entity: "n", id: "1", payload: "{}")
+        #expect(try store.outbox().count == 1)
+        try store.addTransport(name: "first", kind: "folder")
+        #expect(try store.pending(transport: "first").count == 1)
+    }
+
+    @Test func pendingPagesInOutboxOrder() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.addTransport(name: "t", kind: "folder")
+        for i in 0..<10 { try store.put(entity: "n", id: "\(i)", payload: "{}") }
+        let first = try store.pending(transport: "t", limit: 4)
+        let second = try store.pending(transport: "t", after: first.last!.outboxSeq, limit: 4)
+        let third = try store.pending(transport: "t", after: second.last!.outboxSeq, limit: 4)
+        #expect((first + second + third).map(\.version.id) == (0..<10).map { "\($0)" })
+    }
+
+    @Test func progressIsPerSpaceAndTransport() throws {
+        let dir = TempDir()
+        do {
+            let store = try makeStore(dir)
+            try store.createSpace(name: "team")
+            try store.setProgress(key: "cursor:relay", value: "p")
+            try store.setProgress(space: "team", key: "cursor:relay", value: "t")
+        }
+        let store = try makeStore(dir)
+        #expect(try store.progress(key: "cursor:relay") == "p")
+        #expect(try store.progress(space: "team", key: "cursor:relay") == "t")
+    }
+}

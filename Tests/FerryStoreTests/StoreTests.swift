@@ -1,0 +1,286 @@
+import Foundation
+import Testing
+@testable import FerryModel
+@testable import FerryStore
+import FerrySQLite
+
+@Suite struct StoreTests {
+    @Test func putGetListDelete() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        let a = try store.put(entity: "note", id: "A", payload: #"{"title":"one"}"#)
+        #expect(a.space == "private" && a.entity == "note" && a.id == "A" && !a.deleted && a.seq == 1)
+        #expect(a.hlc.node == store.nodeID)
+        let generated = try store.put(entity: "note", payload: #"{"title":"two"}"#)
+        #expect(UUID(uuidString: generated.id) != nil && generated.id == generated.id.uppercased())
+        #expect(try store.get(entity: "note", id: "A") == a)
+        #expect(try store.get(entity: "note", id: "missing") == nil)
+
+        let edited = try store.put(entity: "note", id: "A", payload: #"{"title":"uno"}"#)
+        #expect(edited.hlc > a.hlc && edited.seq > generated.seq)
+
+        let page = try store.list(entity: "note")
+        #expect(page.records.map(\.id) == ["A", generated.id].sorted())
+        #expect(page.next == nil)
+
+        let tomb = try store.delete(entity: "note", id: "A")
+        #expect(tomb.deleted && tomb.payload == nil && tomb.hlc > edited.hlc)
+        #expect(try store.delete(entity: "note", id: "A") == tomb)   // idempotent
+        #expect(try store.list(entity: "note").records.map(\.id) == [generated.id])
+        #expect(try store.list(entity: "note", includeDeleted: true).records.count == 2)
+        #expect(throws: FerryError.notFound(space: "private", entity: "note", id: "nope")) {
+            try store.delete(entity: "note", id: "nope")
+        }
+        // Writing a deleted record again brings it back with a newer stamp.
+        let back = try store.put(entity: "note", id: "A", payload: "{}")
+        #expect(!back.deleted && back.hlc > tomb.hlc)
+    }
+
+    @Test func listPagesByIdAndByStampAndFilters() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        var requests: [PutRequest] = []
+        for i in 0..<25 {
+            requests.append(PutRequest(entity: "task", id: String(format: "T%03d", 24 - i),
+                                       payload: #"{"n":\#(i),"done":\#(i % 2 == 0),"tag":"\#(i % 3 == 0 ? "x" : "y")"}"#))
+        }
+        _ = try store.putMany(requests)
+        var ids: [String] = []
+        var after: String?
+        repeat {
+            let page = try store.list(entity: "task", after: after, limit: 10)
+            ids += page.records.map(\.id)
+            after = page.next
+        } while after != nil
+        #expect(ids == (0..<25).map { String(format: "T%03d", $0) })
+
+        var byStamp: [Stamp] = []
+        after = nil
+        repeat {
+            let page = try store.list(entity: "task", after: after, limit: 7, order: .stamp)
+            byStamp += page.records.map(\.hlc)
+            after = page.next
+        } while after != nil
+        #expect(byStamp.count == 25 && byStamp == byStamp.sorted())
+
+        let done = try store.list(entity: "task", where: [("done", .bool(true))])
+        #expect(done.records.count == 13)
+        let tagged = try store.list(entity: "task", where: [("tag", .string("x")), ("done", .bool(false))])
+        #expect(tagged.records.count == 4)   // i in 3, 9, 15, 21
+        let n = try store.list(entity: "task", where: [("n", .int(7))])
+        #expect(n.records.map(\.id) == ["T017"])
+    }
+
+    @Test func spacesKeepRecordsApart() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.createSpace(name: "team")
+        #expect(throws: FerryError.spaceExists("team")) { try store.createSpace(name: "team") }
+        #expect(throws: FerryError.invalidSpaceName("Team")) { try store.createSpace(name: "Team") }
+        try store.put(entity: "item", id: "1", payload: #"{"where":"private"}"#)
+        try store.put(space: "team", entity: "item", id: "1", payload: #"{"where":"team"}"#)
+        #expect(try store.get(entity: "item", id: "1")?.payload == #"{"where":"private"}"#)
+        #expect(try store.get(space: "team", entity: "item", id: "1")?.payload == #"{"where":"team"}"#)
+        #expect(store.spaces().map(\.name) == ["private", "team"])
+        #expect(throws: FerryError.spaceNotFound("nope")) { try store.get(space: "nope", entity: "item", id: "1") }
+        let teamChanges = try store.changes(since: 0, spaces: ["team"])
+        #expect(teamChanges.count == 1 && teamChanges[0].space == "team")
+    }
+
+    @Test func changeLogResumesFromACursorAcrossReopen() throws {
+        let dir = TempDir()
+        var cursor: Int64 = 0
+        do {
+            let store = try makeStore(dir)
+            try store.put(entity: "a", id: "1", payload: "{}")
+            try store.put(entity: "b", id: "2", payload: "{}")
+            let changes = try store.changes(since: 0)
+            #expect(changes.map(\.seq) == [1, 2])
+            cursor = changes.last!.seq
+            try store.put(entity: "a", id: "3", payload: "{}")
+            try store.put(entity: "a", id: "1", payload: #"{"v":2}"#)
+        }
+        let store = try makeStore(dir)
+        let changes = try store.changes(since: cursor)
+        #expect(changes.map(\.id) == ["3", "1"])
+        #expect(changes.map(\.seq) == [3, 4])
+        #expect(try store.changes(since: 0, entities: ["b"]).map(\.id) == ["2"])
+        let next = try store.put(entity: "a", id: "4", payload: "{}")
+        #expect(next.seq == 5)   // strictly increasing across restarts
+    }
+
+    @Test func clockAndNodeIdSurviveReopen() throws {
+        let dir = TempDir()
+        let wall = TestWall()
+        let first: Record
+        let node: NodeID
+        do {
+            let store = try makeStore(dir, wall: wall)
+            node = store.nodeID
+            first = try store.put(entity: "a", id: "1", payload: "{}")
+        }
+        wall.advance(-3_600_000)   // the wall clock went back an hour while the daemon was down
+        let store = try makeStore(dir, wall: wall)
+        #expect(store.nodeID == node)
+        let second = try store.put(entity: "a", id: "2", payload: "{}")
+        #expect(second.hlc > first.hlc)
+    }
+
+    @Test func immutableKindsRefuseLocalChanges() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir, immutable: ["stock.movement"])
+        try store.put(entity: "stock.movement", id: "M1", payload: #"{"qty":5}"#)
+        #expect(throws: FerryError.immutableRecord(entity: "stock.movement", id: "M1")) {
+            try store.put(entity: "stock.movement", id: "M1", payload: #"{"qty":6}"#)
+        }
+        #expect(throws: FerryError.immutableRecord(entity: "stock.movement", id: "M1")) {
+            try store.delete(entity: "stock.movement", id: "M1")
+        }
+        #expect(try store.get(entity: "stock.movement", id: "M1")?.payload == #"{"qty":5}"#)
+    }
+
+    @Test func remoteVersionsMergeByStamp() throws {
+        let dir = TempDir()
+        let wall = TestWall()
+        let store = try makeStore(dir, wall: wall, immutable: ["ledger"])
+        let local = try store.put(entity: "note", id: "N", payload: #"{"v":"local"}"#)
+        let other = NodeID(0xfeed)
+        let older = RecordVersion(entity: "note", id: "N", hlc: Stamp(millis: local.hlc.millis - 10, counter: 0, node: other),
+                                  deleted: false, payload: #"{"v":"older"}"#)
+        let newer = RecordVersion(entity: "note", id: "N", hlc: Stamp(millis: local.hlc.millis + 10, counter: 0, node: other),
+                                  deleted: false, payload: #"{"v":"newer"}"#)
+        let results = try store.applyRemote([older, newer, newer], origin: .remote(transport: "t"))
+        #expect(results[0] == .lost)
+        guard case .applied = results[1] else { Issue.record("newer not applied: \(results)"); return }
+        #expect(results[2] == .duplicate)
+        #expect(try store.get(entity: "note", id: "N")?.payload == #"{"v":"newer"}"#)
+        // The clock moved past the remote stamp: the next local edit wins.
+        let edit = try store.put(entity: "note", id: "N", payload: #"{"v":"edit"}"#)
+        #expect(edit.hlc > newer.hlc)
+
+        // A remote tombstone wins over older versions and keeps them from coming back.
+        let tomb = RecordVersion(entity: "note", id: "N", hlc: edit.hlc.successor(node: other), deleted: true, payload: nil)
+        _ = try store.applyRemote([tomb], origin: .remote(transport: "t"))
+        #expect(try store.applyRemote([newer], origin: .remote(transport: "t")) == [.lost])
+        #expect(try store.get(entity: "note", id: "N")?.deleted == true)
+
+        // Immutable kinds keep the smallest stamp.
+        let first = RecordVersion(entity: "ledger", id: "L", hlc: Stamp(millis: 100, counter: 0, node: other), deleted: false, payload: #"{"n":1}"#)
+        let second = RecordVersion(entity: "ledger", id: "L", hlc: Stamp(millis: 200, counter: 0, node: NodeID(7)), deleted: false, payload: #"{"n":2}"#)
+        _ = try store.applyRemote([second], origin: .remote(transport: "t"))
+        _ = try store.applyRemote([first], origin: .remote(transport: "t"))
+        _ = try store.applyRemote([second], origin: .remote(transport: "t"))
+        #expect(try store.get(entity: "ledger", id: "L")?.payload == #"{"n":1}"#)
+
+        // Unknown kinds are stored and kept unchanged.
+        let odd = RecordVersion(entity: "future.kind-v9", id: "x", hlc: Stamp(millis: 300, counter: 0, node: other), deleted: false,
+                                payload: #"{"nested":{"deep":[1,2,{"k":null}]},"u":"\u00e9"}"#)
+        _ = try store.applyRemote([odd], origin: .remote(transport: "t"))
+        #expect(try store.get(entity: "future.kind-v9", id: "x")?.version == odd)
+    }
+
+    @Test func farFutureStampsAreStoredButDoNotDragTheClock() throws {
+        let dir = TempDir()
+        let wall = TestWall()
+        let store = try makeStore(dir, wall: wall)
+        let future = RecordVersion(entity: "note", id: "F", hlc: Stamp(millis: wall.read() + 86_400_000, counter: 0, node: NodeID(.max)),
+                                   deleted: false, payload: #"{"v":"future"}"#)
+        _ = try store.applyRemote([future], origin: .remote(transport: "t"))
+        #expect(try store.get(entity: "note", id: "F")?.version == future)
+        let unrelated = try store.put(entity: "note", id: "G", payload: "{}")
+        #expect(unrelated.hlc.millis == wall.read())
+        let edit = try store.put(entity: "note", id: "F", payload: #"{"v":"edited"}"#)
+        #expect(edit.hlc > future.hlc)
+    }
+
+    @Test func losingVersionsAreKeptBoundedAndRestorable() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir) { $0.conflictHistory = 3 }
+        let local = try store.put(entity: "note", id: "C", payload: #"{"v":"mine"}"#)
+        let other = NodeID(0xbeef)
+        // A concurrent remote edit with a greater stamp wins; the local version is kept.
+        let theirs = RecordVersion(entity: "note", id: "C", hlc: local.hlc.successor(node: other), deleted: false, payload: #"{"v":"theirs"}"#)
+        _ = try store.applyRemote([theirs], origin: .remote(transport: "relay"))
+        var conflicts = try store.conflicts(entity: "note", id: "C")
+        #expect(conflicts.count == 1)
+        #expect(conflicts[0].version.payload == #"{"v":"mine"}"# && conflicts[0].origin == .local && conflicts[0].winner == theirs.hlc)
+        // An older remote version loses and is kept with where it came from.
+        let stale = RecordVersion(entity: "note", id: "C", hlc: Stamp(millis: 5, counter: 0, node: NodeID(0xcafe)), deleted: false, payload: #"{"v":"stale"}"#)
+        _ = try store.applyRemote([stale], origin: .remote(transport: "folder"))
+        conflicts = try store.conflicts(entity: "note", id: "C")
+        #expect(conflicts.first?.origin == .remote(transport: "folder"))
+        for i in 0..<5 {
+            let v = RecordVersion(entity: "note", id: "C", hlc: Stamp(millis: Int64(10 + i), counter: 0, node: NodeID(0xcafe)),
+                                  deleted: false, payload: #"{"v":\#(i)}"#)
+            _ = try store.applyRemote([v], origin: .remote(transport: "folder"))
+        }
+        conflicts = try store.conflicts(entity: "note", id: "C")
+        #expect(conflicts.count == 3)   // bounded
+        #expect(conflicts.map(\.version.payload) == [#"{"v":4}"#, #"{"v":3}"#, #"{"v":2}"#])
+        let restored = try store.restoreConflict(entity: "note", id: "C", stamp: conflicts[1].version.hlc)
+        #expect(restored.payload == #"{"v":3}"# && restored.hlc > theirs.hlc)
+        #expect(throws: FerryError.self) { try store.restoreConflict(entity: "note", id: "C", stamp: local.hlc) }
+    }
+
+    @Test func digestIsOrderIndependent() throws {
+        let a = TempDir("a"), b = TempDir("b")
+        let sa = try makeStore(a), sb = try makeStore(b)
+        var versions: [RecordVersion] = []
+        for i in 0..<50 {
+            let stamp = Stamp(millis: Int64(i), counter: 0, node: NodeID(UInt64(i % 3)))
+            let deleted = i % 7 == 0
+            let payload: String? = deleted ? nil : "{\"i\":\(i)}"
+            versions.append(RecordVersion(entity: "e", id: "\(i % 10)", hlc: stamp, deleted: deleted, payload: payload))
+        }
+        _ = try sa.applyRemote(versions, origin: .remote(transport: "t"))
+        for v in versions.reversed() { _ = try sb.applyRemote([v], origin: .remote(transport: "t")) }
+        #expect(try sa.digest() == sb.digest())
+    }
+
+    @Test func refusesForeignAndNewerDatabases() throws {
+        let dir = TempDir()
+        let db = try Database(path: dir.path + "/ferry.db")
+        try db.execute("CREATE TABLE other (x); PRAGMA application_id = 1234;")
+        #expect(throws: FerryError.self) { try makeStore(dir) }
+        let dir2 = TempDir()
+        do { _ = try makeStore(dir2) }
+        let db2 = try Database(path: dir2.path + "/ferry.db")
+        try db2.execute("PRAGMA user_version = 99")
+        let error = #expect(throws: FerryError.self) { try makeStore(dir2) }
+        #expect(error?.description.contains("newer") == true)
+    }
+
+    @Test func schemaIsMigratedAndMarked() throws {
+        let dir = TempDir()
+        do { _ = try makeStore(dir) }
+        let db = try Database(path: dir.path + "/ferry.db")
+        #expect(try db.scalarInt("PRAGMA application_id") == Int64(Schema.applicationID))
+        #expect(try db.scalarInt("PRAGMA user_version") == Int64(Schema.latestVersion))
+        #expect(try db.scalarText("PRAGMA journal_mode") == "wal")
+        let tables = try db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        var names: [String] = []
+        while try tables.step() { names.append(tables.text(0)!) }
+        #expect(Set(names).isSuperset(of: ["records", "changes", "outbox", "outbox_delivery", "spaces", "transports",
+                                            "progress", "losers", "attachments", "engine_state"]))
+    }
+
+    @Test func durabilityPragma() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir) { $0.durability = .full }
+        _ = store
+        // The default configuration is FULL; the test helper chooses NORMAL for speed.
+        #expect(StoreConfiguration(directory: "/x").durability == .full)
+    }
+
+    @Test func settingsPersist() throws {
+        let dir = TempDir()
+        do {
+            let store = try makeStore(dir)
+            try store.setSetting("log-level", "debug")
+        }
+        let store = try makeStore(dir)
+        #expect(try store.setting("log-level") == "debug")
+        try store.setSetting("log-level", nil)
+        #expect(try store.setting("log-level") == nil)
+    }
+}

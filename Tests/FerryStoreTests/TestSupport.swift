@@ -1,0 +1,47 @@
+import Foundation
+import Synchronization
+@testable import FerryModel
+@testable import FerryStore
+
+/// A fresh temporary directory, removed when the value is released.
+final class TempDir: Sendable {
+    let path: String
+    init(_ name: String = "store") {
+        path = NSTemporaryDirectory() + "ferry-test-\(name)-\(UUID().uuidString)"
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// A wall clock the test moves by hand.
+final class TestWall: Sendable {
+    let now = Atomic<Int64>(1_764_417_600_000)
+    func advance(_ delta: Int64) { now.add(delta, ordering: .relaxed) }
+    var read: @Sendable () -> Int64 { { self.now.load(ordering: .relaxed) } }
+}
+
+/// A seeded generator (SplitMix64), so failures can be replayed from the printed seed.
+struct SeededRandom: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+func makeStore(_ dir: TempDir, wall: TestWall? = nil, immutable: Set<String> = [], node: UInt64? = nil,
+               configure: (inout StoreConfiguration) -> Void = { _ in }) throws -> Store {
+    var config = StoreConfiguration(directory: dir.path)
+    config.durability = .normal
+    config.immutableEntities = immutable
+    if let wall { config.wallClock = wall.read }
+    if let node { config.random64 = { node } }
+    configure(&config)
+    return try Store(configuration: config)
+}
+
+let sha256OfHello = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"

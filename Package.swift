@@ -8,6 +8,9 @@ let package = Package(
     products: [
         .library(name: "FerryStore", targets: ["FerryStore"]),
         .library(name: "FerryVarlink", targets: ["FerryVarlink"]),
+        .library(name: "FerryClient", targets: ["FerryClient"]),
+        .executable(name: "ferryd", targets: ["ferryd"]),
+        .executable(name: "ferryctl", targets: ["ferryctl"]),
         .executable(name: "ferry-bench", targets: ["ferry-bench"]),
     ],
     targets: [
@@ -15,6 +18,9 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", path: "Sources/C/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CSystemd", path: "Sources/C/CSystemd", pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(
             name: "CSodium", path: "Sources/C/CSodium", pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]),
@@ -26,16 +32,27 @@ let package = Package(
         // Thin Swift wrappers over the C libraries.
         .target(name: "FerrySQLite", dependencies: ["CSQLite"]),
         .target(name: "FerryCrypto", dependencies: ["CSodium"]),
+        .target(name: "FerrySystemd", dependencies: ["CSystemd"]),
 
         // Storage: records, outbox, change log, attachments on SQLite.
         .target(name: "FerryStore", dependencies: ["FerryModel", "FerrySQLite", "FerryCrypto", "FerryJSON"]),
 
         // IPC: the Varlink protocol (framing, messages, service dispatch, client).
         .target(name: "FerryVarlink", dependencies: ["FerryJSON"]),
+        // The API contract: interface definitions and wire forms shared by daemon and clients.
+        .target(name: "FerryAPI", dependencies: ["FerryJSON"]),
+        // The typed Swift client of ferryd's API (used by ferryctl; apps can use it too).
+        .target(name: "FerryClient", dependencies: ["FerryAPI", "FerryVarlink", "FerryJSON"]),
+
+        // The daemon: configuration, logging, the API service over the store, watchers.
+        .target(name: "FerryDaemon", dependencies: [
+            "FerryAPI", "FerryStore", "FerryVarlink", "FerrySystemd", "FerryJSON", "FerryModel"]),
 
         // Executables.
         .executableTarget(name: "ferry-bench", dependencies: ["FerryStore", "FerrySQLite", "FerryModel"]),
         .executableTarget(name: "ferry-demo", dependencies: ["FerryStore"]),
+        .executableTarget(name: "ferryd", dependencies: ["FerryDaemon"]),
+        .executableTarget(name: "ferryctl", dependencies: ["FerryClient", "FerryAPI", "FerryJSON"]),
 
         // Test support executables (real processes that tests start).
         .executableTarget(
@@ -50,6 +67,9 @@ let package = Package(
         .testTarget(name: "FerryModelTests", dependencies: ["FerryModel"]),
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerrySQLite", "FerryModel"]),
         .testTarget(name: "FerryVarlinkTests", dependencies: ["FerryVarlink"]),
+        .testTarget(name: "FerryDaemonTests", dependencies: ["FerryDaemon", "FerryAPI", "FerryJSON", "FerryStore", "FerryVarlink"]),
+        // Real processes: ferryd, ferryctl, systemd as PID 1 in a namespace.
+        .testTarget(name: "FerryIntegrationTests", dependencies: ["FerryClient", "FerryAPI", "FerryVarlink", "FerryJSON"]),
     ],
     swiftLanguageModes: [.v6]
 )

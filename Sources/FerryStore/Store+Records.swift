@@ -169,13 +169,23 @@ extension Store {
         }
     }
 
+    /// A page of the change log.
+    public struct ChangePage: Sendable {
+        /// The changed records, in change-log order, each at its current version.
+        public var records: [Record]
+        /// The change-log position this page read through (the next `since`), which is past
+        /// the last record when changes of other spaces or entities were skipped.
+        public var through: Int64
+    }
+
     /// The changes after `since` in change-log order, each record at its current version (a
     /// record changed several times since then appears once, at its latest change).
     /// - Parameters:
     ///   - spaces: only these spaces (nil: all).
     ///   - entities: only these entity kinds (nil: all).
+    ///   - limit: the most change-log rows to read (1 to 10,000).
     public func changes(since: Int64, spaces: Set<String>? = nil, entities: Set<String>? = nil,
-                        limit: Int = 1000) throws(FerryError) -> [Record] {
+                        limit: Int = 1000) throws(FerryError) -> ChangePage {
         var sids: Set<Int64>?
         if let spaces {
             var s = Set<Int64>()
@@ -184,23 +194,28 @@ extension Store {
         }
         let catalog = self.catalog
         return try read("reading changes") { db in
+            // Rows superseded by a later change of the same record are read and skipped, so
+            // `through` still moves past them.
             let statement = try db.cached("""
-                SELECT r.entity, r.id, r.hlc, r.deleted, r.payload, r.attachments, r.seq, r.sid
+                SELECT r.entity, r.id, r.hlc, r.deleted, r.payload, r.attachments, r.seq, r.sid, c.seq
                 FROM changes c JOIN records r ON r.rid = c.rid
-                WHERE c.seq > ? AND r.seq = c.seq ORDER BY c.seq LIMIT ?
+                WHERE c.seq > ? ORDER BY c.seq LIMIT ?
                 """)
             defer { statement.reset() }
             statement.bind(1, since)
             statement.bind(2, max(1, min(limit, 10_000)))
             var out: [Record] = []
+            var through = since
             while try statement.step() {
+                through = statement.int64(8)
+                guard statement.int64(6) == through else { continue }
                 let sid = statement.int64(7)
                 if let sids, !sids.contains(sid) { continue }
                 if let entities, !entities.contains(statement.text(0) ?? "") { continue }
                 let (version, seq) = try Reader.version(statement)
                 out.append(Record(space: catalog.name(of: sid), version: version, seq: seq))
             }
-            return out
+            return ChangePage(records: out, through: through)
         }
     }
 

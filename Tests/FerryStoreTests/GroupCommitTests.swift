@@ -33,7 +33,7 @@ import Testing
         #expect(failures.value == 0)
         let stats = try store.stats()
         #expect(stats.records == threads * perThread + 1)
-        let changes = try store.changes(since: 0, limit: 10_000)
+        let changes = try store.changes(since: 0, limit: 10_000).records
         #expect(changes.count == threads * perThread + 1)
         #expect(Set(changes.map(\.seq)).count == changes.count)
         #expect(changes.map(\.seq) == changes.map(\.seq).sorted())

@@ -83,7 +83,7 @@ import FerrySQLite
         #expect(try store.get(space: "team", entity: "item", id: "1")?.payload == #"{"where":"team"}"#)
         #expect(store.spaces().map(\.name) == ["private", "team"])
         #expect(throws: FerryError.spaceNotFound("nope")) { try store.get(space: "nope", entity: "item", id: "1") }
-        let teamChanges = try store.changes(since: 0, spaces: ["team"])
+        let teamChanges = try store.changes(since: 0, spaces: ["team"]).records
         #expect(teamChanges.count == 1 && teamChanges[0].space == "team")
     }
 
@@ -94,17 +94,18 @@ import FerrySQLite
             let store = try makeStore(dir)
             try store.put(entity: "a", id: "1", payload: "{}")
             try store.put(entity: "b", id: "2", payload: "{}")
-            let changes = try store.changes(since: 0)
+            let changes = try store.changes(since: 0).records
             #expect(changes.map(\.seq) == [1, 2])
             cursor = changes.last!.seq
             try store.put(entity: "a", id: "3", payload: "{}")
             try store.put(entity: "a", id: "1", payload: #"{"v":2}"#)
         }
         let store = try makeStore(dir)
-        let changes = try store.changes(since: cursor)
+        let changes = try store.changes(since: cursor).records
         #expect(changes.map(\.id) == ["3", "1"])
         #expect(changes.map(\.seq) == [3, 4])
-        #expect(try store.changes(since: 0, entities: ["b"]).map(\.id) == ["2"])
+        #expect(try store.changes(since: 0, entities: ["b"]).records.map(\.id) == ["2"])
+        #expect(try store.changes(since: 0, entities: ["b"]).through == 4)
         let next = try store.put(entity: "a", id: "4", payload: "{}")
         #expect(next.seq == 5)   // strictly increasing across restarts
     }

@@ -1,0 +1,129 @@
+/// The definition of `io.ferry.Store`, as served by `GetInterfaceDescription`. This text is the
+/// contract other implementations rely on; `docs/api.md` explains it with examples.
+public enum StoreInterface {
+    public static let name = "io.ferry.Store"
+
+    public static let definition = """
+    # Ferry's record store: write, read, query and watch records, and move attachments.
+    #
+    # Every record method takes an optional space; without one it acts on the device's
+    # private space ("private"). Writes are durable when the call returns. Errors carry
+    # a human-readable "message" that says what to do next.
+    interface io.ferry.Store
+
+    # One version of a record.
+    type Record (
+      # The space the record lives in.
+      space: string,
+      # The entity kind, [a-z][a-z0-9_.-]{0,63}.
+      entity: string,
+      # The record's id, 1 to 128 characters.
+      id: string,
+      # The version stamp, YYYY-MM-DDTHH:MM:SS.sssZ-CCCC-NNNNNNNNNNNNNNNN.
+      hlc: string,
+      # True for a tombstone (a deleted record).
+      deleted: bool,
+      # The record's JSON object; absent for tombstones.
+      payload: ?object,
+      # Lowercase hex SHA-256 of the attachments it references.
+      attachments: []string,
+      # The change-log sequence number of the change that made this version current.
+      seq: int
+    )
+
+    # One record of a PutMany batch.
+    type PutItem (
+      entity: string,
+      # Absent: a new record with a new upper-case UUID.
+      id: ?string,
+      payload: object,
+      attachments: ?[]string
+    )
+
+    # A version that lost a merge, kept so it can be seen and restored.
+    type LosingVersion (
+      record: Record,
+      # Where it came from: "local", "remote:<transport>" or "import:<source>".
+      origin: string,
+      # The stamp of the version it lost to.
+      winner: string,
+      # When it lost, in Unix milliseconds.
+      lostAt: int
+    )
+
+    # Writes a new version of one record (a new record when id is absent or unknown).
+    method Put(space: ?string, entity: string, id: ?string, payload: object, attachments: ?[]string) -> (record: Record)
+
+    # Writes many records in one transaction: all of them, or on any error none.
+    method PutMany(space: ?string, records: []PutItem) -> (records: []Record)
+
+    # Reads the current version of a record (a tombstone if deleted); record is absent if unknown.
+    method Get(space: ?string, entity: string, id: string) -> (record: ?Record)
+
+    # Deletes a record: writes a tombstone with a new stamp. Deleting a tombstone returns it.
+    method Delete(space: ?string, entity: string, id: string) -> (record: Record)
+
+    # Lists the records of one entity kind, a page at a time. Pass the returned next as
+    # after to read the following page. order is "id" (default) or "stamp". where keeps the
+    # records whose payload fields equal the given JSON scalars, e.g. {"done": false}.
+    # limit is 1 to 1000 (default 100).
+    method List(space: ?string, entity: string, after: ?string, limit: ?int, includeDeleted: ?bool,
+                where: ?object, order: ?string) -> (records: []Record, next: ?string)
+
+    # Follows changes; call with "more". The first reply carries the current cursor and no
+    # record, then one reply per change with the record at its latest version and the
+    # change's cursor. Pass a cursor as since to resume after it, across daemon restarts,
+    # with nothing skipped. spaces defaults to the private space; ["*"] follows every space.
+    # A watcher that falls too far behind gets ResumeFromCursor and must call again.
+    method Watch(since: ?int, spaces: ?[]string, entities: ?[]string) -> (cursor: int, record: ?Record)
+
+    # Stores a file as an attachment: data (base64, up to 8 MiB) inline, or the path of a
+    # file this user can read (any size, streamed). sha256, when given, must match.
+    method PutAttachment(data: ?string, path: ?string, sha256: ?string) -> (sha256: string, size: int)
+
+    # Reads an attachment: inline (base64) when it is at most maxInline bytes (default 1 MiB),
+    # otherwise the path of the daemon's own read-only copy.
+    method GetAttachment(sha256: string, maxInline: ?int) -> (sha256: string, size: int, data: ?string, path: ?string)
+
+    # The versions of a record that lost a merge, newest first.
+    method Conflicts(space: ?string, entity: string, id: string) -> (versions: []LosingVersion)
+
+    # Makes a losing version current again, as a new version that wins everywhere.
+    method RestoreConflict(space: ?string, entity: string, id: string, hlc: string) -> (record: Record)
+
+    # The entity name is not [a-z][a-z0-9_.-]{0,63}.
+    error InvalidEntity (entity: string, message: string)
+    # The id is empty, too long or has control characters.
+    error InvalidID (entity: string, id: string, message: string)
+    # A stamp is malformed.
+    error InvalidStamp (hlc: string, message: string)
+    # The payload is not a JSON object (or a tombstone has one).
+    error InvalidPayload (entity: string, id: string, message: string)
+    # The payload is over the size limit.
+    error PayloadTooLarge (entity: string, id: string, size: int, limit: int, message: string)
+    # An attachment reference is not a lowercase hex SHA-256.
+    error InvalidAttachmentReference (entity: string, id: string, reference: string, message: string)
+    # The entity kind is immutable and the record exists.
+    error ImmutableRecord (entity: string, id: string, message: string)
+    # No such record.
+    error NotFound (space: string, entity: string, id: string, message: string)
+    # No such space.
+    error SpaceNotFound (space: string, message: string)
+    # A batch holds more records than allowed.
+    error BatchTooLarge (count: int, limit: int, message: string)
+    # A referenced attachment is not in the store.
+    error AttachmentMissing (sha256: string, message: string)
+    # Attachment bytes do not hash to the expected SHA-256.
+    error AttachmentMismatch (expected: string, actual: string, message: string)
+    # An attachment is over the size limit.
+    error AttachmentTooLarge (size: int, limit: int, message: string)
+    # No losing version with that stamp is kept.
+    error ConflictNotFound (entity: string, id: string, hlc: string, message: string)
+    # A parameter has a value the method cannot use (for example a bad order or filter).
+    error InvalidArgument (parameter: string, message: string)
+    # The watcher fell too far behind: call Watch again with since set to cursor.
+    error ResumeFromCursor (cursor: int, message: string)
+    # The daemon could not read or write its files.
+    error StorageFailure (message: string)
+    """
+}

@@ -1,0 +1,208 @@
+import FerryAPI
+import FerryJSON
+import FerryModel
+import FerryStore
+import FerrySystemd
+import FerryVarlink
+import Foundation
+
+/// ferryd: opens the store, serves the API on the Unix socket, runs the engine loop, and
+/// speaks systemd's protocols (READY/STATUS/WATCHDOG/STOPPING, socket activation, journald).
+public enum Daemon {
+    /// Runs ferryd with `arguments` (without the program name) and returns the exit code.
+    public static func main(arguments: [String], environment: [String: String]) async -> Int32 {
+        let options: CommandLineOptions
+        do {
+            options = try CommandLineOptions.parse(arguments)
+        } catch {
+            FileHandle.standardError.write(Data("ferryd: \(error)\n\(CommandLineOptions.usage)".utf8))
+            return 2
+        }
+        if options.help { print(CommandLineOptions.usage, terminator: ""); return 0 }
+        if options.version { print("ferryd \(FerryVersion.string)"); return 0 }
+
+        var config = DaemonConfiguration(environment: environment)
+        let configPath = options.configPath ?? DaemonConfiguration.defaultConfigPath(environment: environment)
+        if let text = FileManager.default.contents(atPath: configPath) {
+            do {
+                try config.apply(configText: String(decoding: text, as: UTF8.self), file: configPath)
+            } catch {
+                FileHandle.standardError.write(Data("ferryd: invalid configuration: \(error)\n".utf8))
+                return 1
+            }
+        } else if options.configPath != nil {
+            FileHandle.standardError.write(Data("ferryd: cannot read the config file \(configPath): check the path and its permissions\n".utf8))
+            return 1
+        }
+        if let dir = options.stateDirectory { config.stateDirectory = dir }
+        if let socket = options.socketPath { config.socketPath = socket }
+        if let level = options.logLevel { config.logLevel = level }
+        if options.checkConfig {
+            print("configuration OK (\(FileManager.default.fileExists(atPath: configPath) ? configPath : "built-in defaults"))")
+            print("state directory: \(config.stateDirectory)\nsocket: \(config.socketPath)\nlog level: \(config.logLevel.name)")
+            print("durability: \(config.durability.rawValue)\nimmutable entities: \(config.immutableEntities.sorted().joined(separator: " "))")
+            return 0
+        }
+        return await run(config: config, configPath: options.configPath ?? configPath, environment: environment)
+    }
+
+    static func run(config: DaemonConfiguration, configPath: String, environment: [String: String]) async -> Int32 {
+        let logger = Logger(level: config.logLevel)
+        let started = Int64(Date().timeIntervalSince1970 * 1000)
+
+        // One daemon per state directory.
+        if mkdir(config.stateDirectory, 0o700) != 0 && errno != EEXIST {
+            _ = try? FileManager.default.createDirectory(atPath: config.stateDirectory, withIntermediateDirectories: true,
+                                                         attributes: [.posixPermissions: 0o700])
+        }
+        let lockFD = open(config.stateDirectory + "/ferryd.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if lockFD < 0 || flock(lockFD, LOCK_EX | LOCK_NB) != 0 {
+            logger.error("another ferryd is using the state directory \(config.stateDirectory) (or it is not writable): stop it first, or pass --state-dir")
+            return 1
+        }
+        let store: Store
+        do {
+            store = try Store(configuration: config.storeConfiguration)
+        } catch {
+            logger.error("cannot open the store: \(error)")
+            return 1
+        }
+        let hub = WatchHub(lastSeq: store.lastSeq)
+        let engine = EngineLoop(store: store, logger: logger, watchdogTimeout: SystemdNotifier.watchdogTimeout)
+        store.setCommitObserver { seq in
+            hub.committed(seq)
+            engine.wake()
+        }
+
+        var service = VarlinkService(vendor: FerryVersion.vendor, product: "ferryd", version: FerryVersion.string, url: FerryVersion.url)
+        do {
+            try service.register(StoreInterface.definition, methods: StoreAPI(store: store, hub: hub, logger: logger).methods)
+            try service.register(EngineInterface.definition,
+                                 methods: EngineAPI(store: store, engine: engine, startedAt: started).methods)
+        } catch {
+            logger.error("internal error: the API definition does not load: \(error)")
+            return 1
+        }
+
+        // Socket activation, or our own socket.
+        let endpoint: VarlinkServer.Endpoint
+        do {
+            let passed = try SocketActivation.listenDescriptors(environment: environment, processID: getpid())
+            if let first = passed.first {
+                endpoint = .listeningDescriptor(first.fd)
+                logger.info("using the socket passed by systemd (fd \(first.fd))")
+            } else {
+                if SocketProbe.isServed(config.socketPath) {
+                    logger.error("another ferryd is already serving \(config.socketPath): stop it first, or pass --socket")
+                    return 1
+                }
+                endpoint = .unixPath(config.socketPath)
+            }
+        } catch {
+            logger.error("cannot use the sockets systemd passed: \(error)")
+            return 1
+        }
+        var serverConfig = VarlinkServerConfiguration()
+        serverConfig.outputBufferLimit = config.watchBufferBytes
+        serverConfig.slowPeerGrace = .milliseconds(Int(config.slowWatcherGraceSeconds * 1000))
+        serverConfig.maxConnections = config.maxConnections
+        let ownUID = getuid()
+        let server = VarlinkServer(
+            service: service, endpoint: endpoint, configuration: serverConfig,
+            peerPolicy: { peer in peer.userID == ownUID || peer.userID == 0 },
+            logger: { event in
+                switch event {
+                case .peerRefused(let peer):
+                    logger.warning("refused a connection from \(peer.map { "uid \($0.userID) (pid \($0.processID))" } ?? "an unknown peer"): only uid \(ownUID) and root may use ferryd",
+                                   ["peer_uid": peer.map { String($0.userID) } ?? "?"])
+                default:
+                    logger.notice(event.description)
+                }
+            })
+        do {
+            try await server.start()
+        } catch {
+            logger.error("cannot listen on \(config.socketPath): \(error)")
+            return 1
+        }
+
+        let signals = SignalStream(signals: [SIGTERM, SIGINT, SIGHUP])
+        let engineTask = Task { await engine.run() }
+        let stats = try? store.stats()
+        logger.info("ferryd \(FerryVersion.string) ready: node \(store.nodeID), \(stats?.records ?? 0) records, socket \(config.socketPath)",
+                    ["node": store.nodeID.description])
+        SystemdNotifier.ready(status: (stats?.outbox ?? 0) == 0 ? "idle, nothing pending" : "idle, \(stats!.outbox) changes pending")
+
+        for await signal in signals.stream {
+            if signal == SIGHUP {
+                SystemdNotifier.reloading(status: "reloading the configuration")
+                var fresh = DaemonConfiguration(environment: environment)
+                if let text = FileManager.default.contents(atPath: configPath) {
+                    do {
+                        try fresh.apply(configText: String(decoding: text, as: UTF8.self), file: configPath)
+                        logger.setLevel(fresh.logLevel)
+                        logger.notice("configuration reloaded: log level \(fresh.logLevel.name); other changes take effect at the next start")
+                    } catch {
+                        logger.error("configuration not reloaded: \(error)")
+                    }
+                }
+                SystemdNotifier.ready(status: "idle")
+                continue
+            }
+            break
+        }
+        logger.info("stopping: finishing in-flight calls")
+        SystemdNotifier.stopping(status: "stopping")
+        await server.stop(gracePeriod: .seconds(5))
+        engineTask.cancel()
+        _ = await engineTask.value
+        signals.cancel()
+        logger.info("stopped")
+        return 0
+    }
+}
+
+/// Checks whether something already answers on a Unix socket path.
+enum SocketProbe {
+    static func isServed(_ path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (i, b) in bytes.enumerated() { buffer[i] = b }
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        return result == 0
+    }
+}
+
+/// Delivers Unix signals as an async stream (the default handlers are turned off).
+/// `@unchecked Sendable`: `sources` is set once in `init` and only cancelled afterwards.
+final class SignalStream: @unchecked Sendable {
+    let stream: AsyncStream<Int32>
+    private let sources: [DispatchSourceSignal]
+
+    init(signals: [Int32]) {
+        let (stream, continuation) = AsyncStream<Int32>.makeStream()
+        self.stream = stream
+        var sources: [DispatchSourceSignal] = []
+        for number in signals {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            sources.append(source)
+        }
+        self.sources = sources
+    }
+
+    func cancel() {
+        for source in sources { source.cancel() }
+    }
+}

@@ -1,0 +1,167 @@
+import FerryModel
+import FerryStore
+import Foundation
+
+/// ferryd's settings: built from defaults, the config file and the command line, in that order.
+/// Every key is documented in `etc/ferryd.conf`.
+public struct DaemonConfiguration: Sendable, Equatable {
+    public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
+        case debug = 7, info = 6, notice = 5, warning = 4, error = 3
+        public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue > b.rawValue }
+        public init?(name: String) {
+            switch name.lowercased() {
+            case "debug": self = .debug
+            case "info": self = .info
+            case "notice": self = .notice
+            case "warning", "warn": self = .warning
+            case "error", "err": self = .error
+            default: return nil
+            }
+        }
+        public var name: String {
+            switch self {
+            case .debug: "debug"
+            case .info: "info"
+            case .notice: "notice"
+            case .warning: "warning"
+            case .error: "error"
+            }
+        }
+    }
+
+    // [Daemon]
+    public var stateDirectory: String
+    public var socketPath: String
+    public var logLevel: LogLevel = .info
+    // [Store]
+    public var durability: StoreConfiguration.Durability = .full
+    public var immutableEntities: Set<String> = []
+    public var maxPayloadBytes: Int = 1 << 20
+    public var maxBatch: Int = 10_000
+    public var conflictHistory: Int = 10
+    public var maxDriftSeconds: Int = 300
+    public var maxAttachmentBytes: Int = 1 << 30
+    public var attachmentGraceSeconds: Int = 3600
+    // [API]
+    public var watchBufferBytes: Int = 4 << 20
+    public var slowWatcherGraceSeconds: Double = 5
+    public var maxConnections: Int = 4096
+
+    /// Defaults from the XDG base directories of `environment`.
+    public init(environment: [String: String]) {
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        let state = environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.local/state"
+        stateDirectory = state + "/ferry"
+        let runtime = environment["XDG_RUNTIME_DIR"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/run/user/\(getuid())"
+        socketPath = runtime + "/ferry/ferryd.sock"
+    }
+
+    /// The default config file path for `environment`.
+    public static func defaultConfigPath(environment: [String: String]) -> String {
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        let config = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.config"
+        return config + "/ferry/ferryd.conf"
+    }
+
+    /// A configuration problem, with the file and line.
+    public struct Problem: Error, Sendable, CustomStringConvertible {
+        public var file: String
+        public var line: Int
+        public var message: String
+        public var description: String { "\(file):\(line): \(message)" }
+    }
+
+    /// Applies the settings of a config file's text.
+    /// - Throws: `Problem` for unknown sections or keys and for values out of range, naming the
+    ///   line and what is allowed.
+    public mutating func apply(configText text: String, file: String) throws(Problem) {
+        let entries: [INIParser.Entry]
+        do { entries = try INIParser.parse(text) } catch {
+            throw Problem(file: file, line: error.line, message: error.message)
+        }
+        for entry in entries {
+            try apply(entry, file: file)
+        }
+    }
+
+    private mutating func apply(_ e: INIParser.Entry, file: String) throws(Problem) {
+        func problem(_ message: String) -> Problem { Problem(file: file, line: e.line, message: message) }
+        func int(_ range: ClosedRange<Int>) throws(Problem) -> Int {
+            guard let v = Int(e.value), range.contains(v) else {
+                throw problem("\(e.key)= must be a whole number from \(range.lowerBound) to \(range.upperBound), not \"\(e.value.prefix(64))\"")
+            }
+            return v
+        }
+        func path() throws(Problem) -> String {
+            guard e.value.hasPrefix("/") else { throw problem("\(e.key)= must be an absolute path") }
+            return e.value
+        }
+        switch (e.section, e.key) {
+        case ("Daemon", "StateDirectory"): stateDirectory = try path()
+        case ("Daemon", "Socket"): socketPath = try path()
+        case ("Daemon", "LogLevel"):
+            guard let level = LogLevel(name: e.value) else {
+                throw problem("LogLevel= is one of debug, info, notice, warning, error")
+            }
+            logLevel = level
+        case ("Store", "Durability"):
+            guard let d = StoreConfiguration.Durability(rawValue: e.value.lowercased()) else {
+                throw problem("Durability= is full or normal")
+            }
+            durability = d
+        case ("Store", "ImmutableEntities"):
+            let names = e.value.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init)
+            for name in names where !Names.isValidName(name) {
+                throw problem("ImmutableEntities= lists entity names ([a-z][a-z0-9_.-]{0,63}); \"\(name.prefix(64))\" is not one")
+            }
+            immutableEntities = Set(names)
+        case ("Store", "MaxPayloadBytes"): maxPayloadBytes = try int(2 ... 16 << 20)
+        case ("Store", "MaxBatch"): maxBatch = try int(1 ... 100_000)
+        case ("Store", "ConflictHistory"): conflictHistory = try int(0 ... 1000)
+        case ("Store", "MaxDriftSeconds"): maxDriftSeconds = try int(1 ... 86_400)
+        case ("Store", "MaxAttachmentBytes"): maxAttachmentBytes = try int(1 ... 1 << 40)
+        case ("Store", "AttachmentGraceSeconds"): attachmentGraceSeconds = try int(0 ... 30 * 86_400)
+        case ("API", "WatchBufferBytes"): watchBufferBytes = try int(64 << 10 ... 1 << 30)
+        case ("API", "SlowWatcherGraceSeconds"):
+            guard let v = Double(e.value), v >= 0.1, v <= 600 else { throw problem("SlowWatcherGraceSeconds= is from 0.1 to 600") }
+            slowWatcherGraceSeconds = v
+        case ("API", "MaxConnections"): maxConnections = try int(1 ... 65_536)
+        default:
+            let known = DaemonConfiguration.knownKeys[e.section]
+            if known == nil {
+                throw problem("unknown section [\(e.section.prefix(64))]; sections are \(DaemonConfiguration.knownKeys.keys.sorted().map { "[\($0)]" }.joined(separator: ", "))")
+            }
+            throw problem("unknown key \(e.key.prefix(64))= in [\(e.section)]; known keys: \(known!.joined(separator: ", "))")
+        }
+    }
+
+    static let knownKeys: [String: [String]] = [
+        "Daemon": ["StateDirectory", "Socket", "LogLevel"],
+        "Store": ["Durability", "ImmutableEntities", "MaxPayloadBytes", "MaxBatch", "ConflictHistory", "MaxDriftSeconds",
+                  "MaxAttachmentBytes", "AttachmentGraceSeconds"],
+        "API": ["WatchBufferBytes", "SlowWatcherGraceSeconds", "MaxConnections"],
+    ]
+
+    /// The store configuration these settings describe.
+    public var storeConfiguration: StoreConfiguration {
+        var c = StoreConfiguration(directory: stateDirectory)
+        c.durability = durability
+        c.immutableEntities = immutableEntities
+        c.limits = RecordLimits(maxPayloadBytes: maxPayloadBytes)
+        c.maxBatch = maxBatch
+        c.conflictHistory = conflictHistory
+        c.maxDriftMillis = Int64(maxDriftSeconds) * 1000
+        c.maxAttachmentBytes = maxAttachmentBytes
+        c.attachmentGraceSeconds = Int64(attachmentGraceSeconds)
+        return c
+    }
+
+    public static func == (a: DaemonConfiguration, b: DaemonConfiguration) -> Bool {
+        a.stateDirectory == b.stateDirectory && a.socketPath == b.socketPath && a.logLevel == b.logLevel
+            && a.durability == b.durability && a.immutableEntities == b.immutableEntities
+            && a.maxPayloadBytes == b.maxPayloadBytes && a.maxBatch == b.maxBatch && a.conflictHistory == b.conflictHistory
+            && a.maxDriftSeconds == b.maxDriftSeconds && a.maxAttachmentBytes == b.maxAttachmentBytes
+            && a.attachmentGraceSeconds == b.attachmentGraceSeconds && a.watchBufferBytes == b.watchBufferBytes
+            && a.slowWatcherGraceSeconds == b.slowWatcherGraceSeconds && a.maxConnections == b.maxConnections
+    }
+}

@@ -1,0 +1,41 @@
+import FerryAPI
+import FerryJSON
+import FerryModel
+import FerryVarlink
+
+/// The one place where Ferry's errors become Varlink errors. Every error carries a `message`
+/// that says what happened and what to do next, plus its context fields.
+enum ErrorMapping {
+    static func varlink(_ error: FerryError, interface: String = StoreInterface.name) -> VarlinkError {
+        var p: [String: JSONValue] = ["message": .string(error.description)]
+        var iface = interface
+        switch error {
+        case .invalidEntity(let e): p["entity"] = .string(e)
+        case .invalidID(let e, let id, _): p["entity"] = .string(e); p["id"] = .string(id)
+        case .invalidStamp(let s, _): p["hlc"] = .string(s)
+        case .invalidPayload(let e, let id, _): p["entity"] = .string(e); p["id"] = .string(id)
+        case .payloadTooLarge(let e, let id, let size, let limit):
+            p["entity"] = .string(e); p["id"] = .string(id); p["size"] = .int(Int64(size)); p["limit"] = .int(Int64(limit))
+        case .invalidAttachmentReference(let e, let id, let r):
+            p["entity"] = .string(e); p["id"] = .string(id); p["reference"] = .string(r)
+        case .immutableRecord(let e, let id): p["entity"] = .string(e); p["id"] = .string(id)
+        case .notFound(let s, let e, let id): p["space"] = .string(s); p["entity"] = .string(e); p["id"] = .string(id)
+        case .spaceNotFound(let s): p["space"] = .string(s)
+        case .invalidSpaceName(let s): p["space"] = .string(s); iface = EngineInterface.name
+        case .spaceExists(let s): p["space"] = .string(s); iface = EngineInterface.name
+        case .batchTooLarge(let count, let limit): p["count"] = .int(Int64(count)); p["limit"] = .int(Int64(limit))
+        case .attachmentMissing(let sha): p["sha256"] = .string(sha)
+        case .attachmentMismatch(let expected, let actual): p["expected"] = .string(expected); p["actual"] = .string(actual)
+        case .attachmentTooLarge(let size, let limit): p["size"] = .int(Int64(size)); p["limit"] = .int(Int64(limit))
+        case .conflictNotFound(let e, let id, let stamp): p["entity"] = .string(e); p["id"] = .string(id); p["hlc"] = .string(stamp)
+        case .invalidTransportName(let n): p["parameter"] = .string("name"); _ = n; return VarlinkError(iface + ".InvalidArgument", parameters: p)
+        case .storage: break
+        }
+        return VarlinkError(iface + "." + error.code, parameters: p)
+    }
+
+    /// A parameter the method cannot use.
+    static func invalidArgument(_ parameter: String, _ message: String, interface: String = StoreInterface.name) -> VarlinkError {
+        VarlinkError(interface + ".InvalidArgument", parameters: ["parameter": .string(parameter), "message": .string(message)])
+    }
+}

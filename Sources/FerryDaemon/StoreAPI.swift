@@ -1,0 +1,287 @@
+import FerryAPI
+import FerryJSON
+import FerryModel
+import FerryStore
+import FerryVarlink
+import Foundation
+
+/// The handlers of `io.ferry.Store`: each reads its parameters (already checked against the
+/// interface definition by the Varlink layer), runs the store call off the cooperative pool,
+/// and maps errors in one place (`ErrorMapping`).
+struct StoreAPI: Sendable {
+    let store: Store
+    let hub: WatchHub
+    let logger: Logger
+
+    /// The largest attachment moved inline (base64) in one message.
+    static let maxInlineAttachment = 8 << 20
+
+    var methods: [String: VarlinkMethod] {
+        [
+            "Put": VarlinkMethod { call, _ throws(VarlinkError) in try await put(call.parameters) },
+            "PutMany": VarlinkMethod { call, _ throws(VarlinkError) in try await putMany(call.parameters) },
+            "Get": VarlinkMethod { call, _ throws(VarlinkError) in try await get(call.parameters) },
+            "Delete": VarlinkMethod { call, _ throws(VarlinkError) in try await delete(call.parameters) },
+            "List": VarlinkMethod { call, _ throws(VarlinkError) in try await list(call.parameters) },
+            "Watch": VarlinkMethod(requiresMore: true) { call, sink throws(VarlinkError) in try await watch(call.parameters, sink) },
+            "PutAttachment": VarlinkMethod { call, _ throws(VarlinkError) in try await putAttachment(call.parameters) },
+            "GetAttachment": VarlinkMethod { call, _ throws(VarlinkError) in try await getAttachment(call.parameters) },
+            "Conflicts": VarlinkMethod { call, _ throws(VarlinkError) in try await conflicts(call.parameters) },
+            "RestoreConflict": VarlinkMethod { call, _ throws(VarlinkError) in try await restoreConflict(call.parameters) },
+        ]
+    }
+
+    // MARK: Writes
+
+    func put(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let space = p.space, entity = p["entity"]?.stringValue ?? "", id = p["id"]?.stringValue
+        let payload = p["payload"]?.objectValue ?? [:]
+        let text = JSONWriter.string(.object(payload))
+        let attachments = p.stringArray("attachments")
+        let record = try await run { () throws(FerryError) in
+            try store.put(space: space, entity: entity, id: id, payload: text, attachments: attachments)
+        }
+        logger.debug("put", ["entity": record.entity, "id": record.id, "space": record.space])
+        return ["record": Wire.record(record, payload: payload)]
+    }
+
+    func putMany(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let space = p.space
+        let items = p["records"]?.arrayValue ?? []
+        var requests: [PutRequest] = []
+        var payloads: [[String: JSONValue]] = []
+        requests.reserveCapacity(items.count)
+        payloads.reserveCapacity(items.count)
+        for item in items {
+            let o = item.objectValue ?? [:]
+            let payload = o["payload"]?.objectValue ?? [:]
+            payloads.append(payload)
+            requests.append(PutRequest(entity: o["entity"]?.stringValue ?? "", id: o["id"]?.stringValue,
+                                       payload: JSONWriter.string(.object(payload)), attachments: o.stringArray("attachments")))
+        }
+        let batch = requests
+        let records = try await run { () throws(FerryError) in try store.putMany(space: space, batch) }
+        var out: [JSONValue] = []
+        out.reserveCapacity(records.count)
+        for (i, r) in records.enumerated() { out.append(Wire.record(r, payload: payloads[i])) }
+        return ["records": .array(out)]
+    }
+
+    func delete(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let space = p.space, entity = p["entity"]?.stringValue ?? "", id = p["id"]?.stringValue ?? ""
+        let record = try await run { () throws(FerryError) in try store.delete(space: space, entity: entity, id: id) }
+        return ["record": try Wire.record(record)]
+    }
+
+    // MARK: Reads
+
+    func get(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let space = p.space, entity = p["entity"]?.stringValue ?? "", id = p["id"]?.stringValue ?? ""
+        let record = try await run { () throws(FerryError) in
+            try RecordVersion.validate(entity: entity, id: id)
+            return try store.get(space: space, entity: entity, id: id)
+        }
+        guard let record else { return [:] }
+        return ["record": try Wire.record(record)]
+    }
+
+    func list(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let space = p.space, entity = p["entity"]?.stringValue ?? ""
+        let after = p["after"]?.stringValue
+        let limit = Int(p["limit"]?.intValue ?? 100)
+        guard (1...1000).contains(limit) else { throw ErrorMapping.invalidArgument("limit", "limit is 1 to 1000") }
+        let includeDeleted = p["includeDeleted"]?.boolValue ?? false
+        var order = Store.ListOrder.id
+        if let name = p["order"]?.stringValue {
+            guard let o = Store.ListOrder(rawValue: name) else {
+                throw ErrorMapping.invalidArgument("order", "order is \"id\" or \"stamp\", not \"\(name.prefix(40))\"")
+            }
+            order = o
+        }
+        var filters: [(field: String, value: FilterValue)] = []
+        for (field, value) in (p["where"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
+            let filter: FilterValue
+            switch value {
+            case .null: filter = .null
+            case .bool(let b): filter = .bool(b)
+            case .int(let i): filter = .int(i)
+            case .double(let d): filter = .double(d)
+            case .string(let s): filter = .string(s)
+            case .array, .object:
+                throw ErrorMapping.invalidArgument("where", "where matches payload fields against JSON scalars; \(field) is an \(value.typeName)")
+            }
+            filters.append((field, filter))
+        }
+        if filters.count > 16 { throw ErrorMapping.invalidArgument("where", "at most 16 fields in where") }
+        let matching = filters, ordering = order
+        let page = try await run { () throws(FerryError) in
+            try store.list(space: space, entity: entity, after: after, limit: limit, includeDeleted: includeDeleted,
+                           order: ordering, where: matching)
+        }
+        var records: [JSONValue] = []
+        records.reserveCapacity(page.records.count)
+        for r in page.records { records.append(try Wire.record(r)) }
+        var reply: [String: JSONValue] = ["records": .array(records)]
+        if let next = page.next { reply["next"] = .string(next) }
+        return reply
+    }
+
+    /// Streams changes after a cursor: read from the change log at the watcher's own pace and
+    /// woken by commits, so nothing is skipped and memory stays bounded; a watcher that does
+    /// not read its replies ends with ResumeFromCursor.
+    func watch(_ p: [String: JSONValue], _ sink: VarlinkReplySink) async throws(VarlinkError) -> [String: JSONValue] {
+        var spaces: Set<String>? = [Store.privateSpace]
+        if let list = p["spaces"]?.arrayValue {
+            let names = list.compactMap(\.stringValue)
+            spaces = names.contains("*") ? nil : Set(names)
+        }
+        if let names = spaces {
+            for name in names where !store.spaces().contains(where: { $0.name == name }) {
+                throw ErrorMapping.varlink(.spaceNotFound(String(name.prefix(80))))
+            }
+        }
+        let entities = p["entities"]?.arrayValue.map { Set($0.compactMap(\.stringValue)) }
+        let wakeups = hub.subscribe()   // before reading, so no commit falls between
+        var cursor = p["since"]?.intValue ?? hub.lastSeq
+        if cursor < 0 { throw ErrorMapping.invalidArgument("since", "since is a cursor from an earlier reply (0 or more)") }
+        let filterSpaces = spaces
+        do {
+            try await sink.send(["cursor": .int(cursor)])
+            var iterator = wakeups.makeAsyncIterator()
+            while !Task.isCancelled {
+                let from = cursor
+                let page = try await run { () throws(FerryError) in
+                    try store.changes(since: from, spaces: filterSpaces, entities: entities, limit: 500)
+                }
+                for record in page.records {
+                    try await sink.send(["cursor": .int(record.seq), "record": try Wire.record(record)])
+                }
+                cursor = page.through
+                if page.through > from { continue }   // there may be more: read again
+                guard await iterator.next() != nil else { break }
+            }
+        } catch VarlinkSinkError.peerTooSlow {
+            logger.notice("watcher too slow; told it to resume from cursor \(cursor)")
+            throw VarlinkError(StoreInterface.name + ".ResumeFromCursor", parameters: [
+                "cursor": .int(cursor),
+                "message": .string("this watcher fell too far behind: call Watch again with since=\(cursor)"),
+            ])
+        } catch let error as VarlinkError {
+            throw error
+        } catch {
+            // The peer went away or the call was cancelled: nothing to answer.
+        }
+        return ["cursor": .int(cursor)]
+    }
+
+    // MARK: Attachments
+
+    func putAttachment(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let expected = p["sha256"]?.stringValue
+        if let expected, !Names.isSHA256Hex(expected) {
+            throw ErrorMapping.invalidArgument("sha256", "sha256 is 64 lowercase hex digits")
+        }
+        let info: Store.AttachmentInfo
+        switch (p["data"]?.stringValue, p["path"]?.stringValue) {
+        case (let data?, nil):
+            guard data.utf8.count <= (StoreAPI.maxInlineAttachment / 3 + 1) * 4,
+                  let bytes = Data(base64Encoded: data) else {
+                throw ErrorMapping.invalidArgument("data", "data is base64 of at most \(StoreAPI.maxInlineAttachment) bytes; pass a path for larger files")
+            }
+            let array = [UInt8](bytes)
+            info = try await run { () throws(FerryError) in try store.putAttachment(array, expectedSHA256: expected) }
+        case (nil, let path?):
+            guard path.hasPrefix("/") else { throw ErrorMapping.invalidArgument("path", "path must be absolute") }
+            info = try await run { () throws(FerryError) in try store.putAttachment(fromFile: path, expectedSHA256: expected) }
+        default:
+            throw ErrorMapping.invalidArgument("data", "pass exactly one of data (base64) or path")
+        }
+        return ["sha256": .string(info.sha256), "size": .int(Int64(info.size))]
+    }
+
+    func getAttachment(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let sha = p["sha256"]?.stringValue ?? ""
+        guard Names.isSHA256Hex(sha) else { throw ErrorMapping.invalidArgument("sha256", "sha256 is 64 lowercase hex digits") }
+        let maxInline = Int(p["maxInline"]?.intValue ?? 1 << 20)
+        guard (0...StoreAPI.maxInlineAttachment).contains(maxInline) else {
+            throw ErrorMapping.invalidArgument("maxInline", "maxInline is 0 to \(StoreAPI.maxInlineAttachment)")
+        }
+        guard let path = store.attachmentPath(sha) else { throw ErrorMapping.varlink(.attachmentMissing(sha256: sha)) }
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        var reply: [String: JSONValue] = ["sha256": .string(sha), "size": .int(Int64(size))]
+        if size <= maxInline {
+            let bytes = try await run { () throws(FerryError) in try store.readAttachment(sha, maxBytes: maxInline) }
+            reply["data"] = .string(Data(bytes).base64EncodedString())
+        } else {
+            reply["path"] = .string(path)
+        }
+        return reply
+    }
+
+    // MARK: Conflicts
+
+    func conflicts(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let space = p.space, entity = p["entity"]?.stringValue ?? "", id = p["id"]?.stringValue ?? ""
+        let spaceName = space
+        let losers = try await run { () throws(FerryError) in try store.conflicts(space: space, entity: entity, id: id) }
+        var out: [JSONValue] = []
+        for loser in losers {
+            let record = Record(space: spaceName, version: loser.version, seq: 0)
+            out.append(.object([
+                "record": try Wire.record(record), "origin": .string(loser.origin.description),
+                "winner": .string(loser.winner.text), "lostAt": .int(loser.lostAt),
+            ]))
+        }
+        return ["versions": .array(out)]
+    }
+
+    func restoreConflict(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let space = p.space, entity = p["entity"]?.stringValue ?? "", id = p["id"]?.stringValue ?? ""
+        let hlcText = p["hlc"]?.stringValue ?? ""
+        let record = try await run { () throws(FerryError) in
+            let stamp = try Stamp(parsing: hlcText)
+            return try store.restoreConflict(space: space, entity: entity, id: id, stamp: stamp)
+        }
+        return ["record": try Wire.record(record)]
+    }
+
+    // MARK: Helpers
+
+    private func run<T: Sendable>(_ body: @escaping @Sendable () throws(FerryError) -> T) async throws(VarlinkError) -> T {
+        do {
+            return try await Blocking.run(body)
+        } catch {
+            if case .storage = error { logger.error(error.description) }
+            throw ErrorMapping.varlink(error)
+        }
+    }
+}
+
+/// Store values in their wire form.
+enum Wire {
+    /// A record, with its payload parsed from the stored text (or given, when the caller has it).
+    static func record(_ r: Record, payload: [String: JSONValue]?) -> JSONValue {
+        WireRecord(space: r.space, entity: r.entity, id: r.id, hlc: r.hlc.text, deleted: r.deleted,
+                   payload: r.deleted ? nil : payload, attachments: r.attachments, seq: r.seq).json
+    }
+
+    static func record(_ r: Record) throws(VarlinkError) -> JSONValue {
+        var payload: [String: JSONValue]?
+        if let text = r.payload {
+            guard case .object(let o)? = try? JSONParser.parse(text) else {
+                throw ErrorMapping.varlink(.storage(context: "reading \(r.entity)/\(r.id)", message: "the stored payload is not a JSON object"))
+            }
+            payload = o
+        }
+        return record(r, payload: payload)
+    }
+}
+
+extension Dictionary where Key == String, Value == JSONValue {
+    /// The `space` parameter, or the private space.
+    var space: String { self["space"]?.stringValue ?? Store.privateSpace }
+
+    func stringArray(_ key: String) -> [String] {
+        self[key]?.arrayValue?.compactMap(\.stringValue) ?? []
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import Testing
+@testable import FerryDaemon
+
+@Suite struct INIParserTests {
+    let sample = """
+    # comment
+    ; another
+    [Daemon]
+    LogLevel = debug
+    Socket=/tmp/x.sock
+
+    [Store]
+    ImmutableEntities=stock.movement \\
+      ledger
+    Durability=normal\r
+    """
+
+    @Test func parsesSectionsKeysContinuationsAndCRLF() throws {
+        let entries = try INIParser.parse(sample)
+        #expect(entries.map(\.key) == ["LogLevel", "Socket", "ImmutableEntities", "Durability"])
+        #expect(entries[0].value == "debug" && entries[0].section == "Daemon" && entries[0].line == 4)
+        #expect(entries[2].value == "stock.movement ledger")
+        #expect(entries[3].value == "normal")
+    }
+
+    /// The parser never crashes and reports a line for any prefix of a valid file.
+    @Test func everyPrefixParsesOrFailsWithALine() {
+        let bytes = Array(sample.utf8)
+        for cut in 0...bytes.count {
+            let text = String(decoding: bytes[..<cut], as: UTF8.self)
+            do { _ = try INIParser.parse(text) } catch { #expect(error.line >= 1) }
+        }
+    }
+
+    @Test(arguments: ["Key=Value", "[Daemon]\nno equals sign", "[Daemon\nA=b", "[Daemon]\n=v", "[Daemon]\nbad key=v"])
+    func rejectsMalformedLines(_ text: String) {
+        #expect(throws: INIParser.Failure.self) { try INIParser.parse(text) }
+    }
+
+    @Test func rejectsHugeFiles() {
+        let text = String(repeating: "#", count: INIParser.maxBytes + 1)
+        #expect(throws: INIParser.Failure.self) { try INIParser.parse(text) }
+    }
+}
+
+@Suite struct DaemonConfigurationTests {
+    let env = ["HOME": "/home/u", "XDG_RUNTIME_DIR": "/run/user/1000"]
+
+    @Test func xdgDefaults() {
+        let c = DaemonConfiguration(environment: env)
+        #expect(c.stateDirectory == "/home/u/.local/state/ferry")
+        #expect(c.socketPath == "/run/user/1000/ferry/ferryd.sock")
+        #expect(c.durability == .full && c.logLevel == .info)
+        let custom = DaemonConfiguration(environment: env.merging(["XDG_STATE_HOME": "/s", "XDG_RUNTIME_DIR": "relative"]) { $1 })
+        #expect(custom.stateDirectory == "/s/ferry")
+        #expect(custom.socketPath.hasPrefix("/run/user/"))   // a relative XDG value is ignored, as the spec says
+        #expect(DaemonConfiguration.defaultConfigPath(environment: env) == "/home/u/.config/ferry/ferryd.conf")
+    }
+
+    @Test func appliesEveryKey() throws {
+        var c = DaemonConfiguration(environment: env)
+        try c.apply(configText: """
+        [Daemon]
+        StateDirectory=/var/lib/x
+        Socket=/run/x.sock
+        LogLevel=warning
+        [Store]
+        Durability=normal
+        ImmutableEntities=stock.movement, ledger
+        MaxPayloadBytes=2048
+        MaxBatch=50
+        ConflictHistory=3
+        MaxDriftSeconds=60
+        MaxAttachmentBytes=100
+        AttachmentGraceSeconds=5
+        [API]
+        WatchBufferBytes=65536
+        SlowWatcherGraceSeconds=0.5
+        MaxConnections=10
+        """, file: "test.conf")
+        #expect(c.stateDirectory == "/var/lib/x" && c.socketPath == "/run/x.sock" && c.logLevel == .warning)
+        #expect(c.durability == .normal && c.immutableEntities == ["stock.movement", "ledger"])
+        #expect(c.maxPayloadBytes == 2048 && c.maxBatch == 50 && c.conflictHistory == 3 && c.maxDriftSeconds == 60)
+        #expect(c.maxAttachmentBytes == 100 && c.attachmentGraceSeconds == 5)
+        #expect(c.watchBufferBytes == 65536 && c.slowWatcherGraceSeconds == 0.5 && c.maxConnections == 10)
+        let store = c.storeConfiguration
+        #expect(store.durability == .normal && store.limits.maxPayloadBytes == 2048 && store.maxDriftMillis == 60_000)
+    }
+
+    /// The shipped example config is valid and documents every key the daemon knows.
+    @Test func shippedExampleDocumentsEveryKey() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("etc/ferryd.conf"), encoding: .utf8)
+        var c = DaemonConfiguration(environment: env)
+        try c.apply(configText: text, file: "etc/ferryd.conf")
+        for (section, keys) in DaemonConfiguration.knownKeys {
+            #expect(text.contains("[\(section)]"))
+            for key in keys { #expect(text.contains("#\(key)="), "etc/ferryd.conf does not document \(key)=") }
+        }
+        // Uncommented, the defaults it shows are valid too.
+        let uncommented = text.split(separator: "\n").map { line in
+            line.hasPrefix("#") && line.contains("=") && !line.contains(" ") ? String(line.dropFirst()) : String(line)
+        }.filter { !$0.hasSuffix("=") }.joined(separator: "\n")
+        var d = DaemonConfiguration(environment: env)
+        try d.apply(configText: uncommented, file: "uncommented")
+        #expect(d == DaemonConfiguration(environment: env))
+    }
+
+    @Test(arguments: [
+        ("[Daemon]\nLogLevel=loud", "LogLevel"),
+        ("[Daemon]\nStateDirectory=relative/path", "absolute"),
+        ("[Store]\nDurability=sometimes", "full or normal"),
+        ("[Store]\nMaxBatch=0", "from 1"),
+        ("[Store]\nMaxBatch=many", "whole number"),
+        ("[Store]\nImmutableEntities=Bad!", "entity names"),
+        ("[Store]\nColour=blue", "unknown key"),
+        ("[Nope]\nA=b", "unknown section"),
+    ])
+    func rejectsBadValuesWithTheLine(_ text: String, _ expected: String) {
+        var c = DaemonConfiguration(environment: env)
+        let error = #expect(throws: DaemonConfiguration.Problem.self) { try c.apply(configText: text, file: "f.conf") }
+        #expect(error?.line == 2)
+        #expect(error?.description.contains(expected) == true, "\(String(describing: error))")
+    }
+}
+
+@Suite struct CommandLineOptionsTests {
+    @Test func parsesFlags() throws {
+        let o = try CommandLineOptions.parse(["--config", "/etc/f.conf", "--state-dir=/s", "--socket", "/r/s.sock", "--log-level", "debug", "--check-config"])
+        #expect(o.configPath == "/etc/f.conf" && o.stateDirectory == "/s" && o.socketPath == "/r/s.sock")
+        #expect(o.logLevel == .debug && o.checkConfig && !o.version)
+        #expect(try CommandLineOptions.parse(["--version"]).version)
+    }
+
+    @Test(arguments: [["--bogus"], ["--config"], ["--log-level", "loud"], ["--socket", "--version"]])
+    func rejectsBadCommandLines(_ args: [String]) {
+        #expect(throws: CommandLineOptions.Problem.self) { try CommandLineOptions.parse(args) }
+    }
+}

@@ -16,15 +16,16 @@ public enum Names {
         }
     }
 
-    /// The longest id, in characters.
+    /// The longest id, in Unicode code points.
     public static let maxIDLength = 128
 
-    /// Checks a record id: 1 to 128 characters, no control characters. Returns why it is invalid,
-    /// or nil when it is valid.
+    /// Checks a record id: 1 to 128 Unicode code points, no control characters. Returns why it
+    /// is invalid, or nil when it is valid. (Code points, not user-perceived characters, so that
+    /// every implementation counts the same.)
     public static func idProblem(_ id: String) -> String? {
         if id.isEmpty { return "an id must not be empty" }
-        if id.utf8.count > maxIDLength * 4 || id.count > maxIDLength {
-            return "an id has at most \(maxIDLength) characters"
+        if id.unicodeScalars.count > maxIDLength {
+            return "an id has at most \(maxIDLength) characters (Unicode code points)"
         }
         if id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
             return "an id must not contain control characters"

@@ -34,13 +34,14 @@ extension Store {
         let sid = try catalog.sid(space)
         var checked: [(entity: String, id: String, payload: String, attachments: [String])] = []
         checked.reserveCapacity(requests.count)
-        var seen = Set<RecordKey>()
+        // Ids are compared as given (bytewise), as the store compares them.
+        var seen = Set<[UInt8]>()
         for request in requests {
             let id = request.id ?? configuration.newID()
             let version = RecordVersion(entity: request.entity, id: id, hlc: Stamp(millis: 0, counter: 0, node: nodeID),
                                         deleted: false, payload: request.payload, attachments: request.attachments)
             try version.validate(limits: configuration.limits)
-            if requests.count > 1, !seen.insert(version.key).inserted {
+            if requests.count > 1, !seen.insert(Array(request.entity.utf8) + [0] + Array(id.utf8)).inserted {
                 throw .invalidID(entity: request.entity, id: id, reason: "the batch holds this record more than once")
             }
             checked.append((request.entity, id, request.payload, version.attachments))

@@ -213,6 +213,10 @@ final class Writer: @unchecked Sendable {
             return Record(space: space, version: current.version, seq: current.seq)
         }
         let hlc = clock.stamp(after: current?.version.hlc)
+        if let current, hlc <= current.version.hlc {
+            throw FerryError.invalidStamp(current.version.hlc.text,
+                                          reason: "the record's stamp is the largest possible, so no newer version of it can be made; write a new record")
+        }
         let version = RecordVersion(entity: entity, id: id, hlc: hlc, deleted: deleted, payload: payload, attachments: attachments)
         let (rid, seq) = try store(version, sid: sid, replacing: current, origin: .local)
         try enqueue(rid: rid, sid: sid, hlc: hlc, seq: seq)
@@ -277,8 +281,10 @@ final class Writer: @unchecked Sendable {
 
     private func keepLoser(_ version: RecordVersion, rid: Int64, origin: ChangeOrigin, winner: Stamp) throws {
         guard config.conflictHistory > 0 else { return }
+        // The same losing version arriving again (through another transport, or replayed) is
+        // kept once.
         let insert = try db.cached("""
-            INSERT INTO losers (rid, hlc, deleted, payload, attachments, origin, winner_hlc, lost_at)
+            INSERT OR IGNORE INTO losers (rid, hlc, deleted, payload, attachments, origin, winner_hlc, lost_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """)
         insert.bind(1, rid)
@@ -290,6 +296,7 @@ final class Writer: @unchecked Sendable {
         insert.bind(7, winner.text)
         insert.bind(8, nowMillis)
         try insert.run()
+        guard db.changes > 0 else { return }
         try adjustReferences(removing: [], adding: version.attachments, requirePresent: false)
         // Keep only the newest `conflictHistory` per record.
         let old = try db.cached("SELECT lid, attachments FROM losers WHERE rid = ? ORDER BY lid DESC LIMIT -1 OFFSET ?")
@@ -341,15 +348,16 @@ final class Writer: @unchecked Sendable {
     /// Removes the outbox entry of `rid` once every configured transport acknowledged `hlc` or
     /// later. With no transport configured, entries stay queued for the first one added.
     func pruneIfDelivered(rid: Int64, sid: Int64, hlc: Stamp) throws {
-        let transports = catalog.transports(of: sid)
+        let transports = Set(catalog.transports(of: sid).map(\.name))
         guard !transports.isEmpty else { return }
-        let count = try db.cached("SELECT count(*) FROM outbox_delivery WHERE rid = ? AND acked_hlc >= ?")
-        count.bind(1, rid)
-        count.bind(2, hlc.text)
-        _ = try count.step()
-        let acked = count.int(0)
-        count.reset()
-        guard acked >= transports.count else { return }
+        // Only acknowledgements of configured transports count.
+        let acks = try db.cached("SELECT transport FROM outbox_delivery WHERE rid = ? AND acked_hlc >= ?")
+        acks.bind(1, rid)
+        acks.bind(2, hlc.text)
+        var acked = Set<String>()
+        while try acks.step() { if let name = acks.text(0) { acked.insert(name) } }
+        acks.reset()
+        guard transports.isSubset(of: acked) else { return }
         for sql in ["DELETE FROM outbox WHERE rid = ? AND hlc <= ?"] {
             let statement = try db.cached(sql)
             statement.bind(1, rid)

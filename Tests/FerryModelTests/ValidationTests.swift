@@ -23,7 +23,10 @@ import Testing
 
     @Test func ids() throws {
         try version(id: "8C1F3D2E-5B7A-4A61-9F0E-2B4C6D8E0A13").validate()
-        try version(id: String(repeating: "é", count: 128)).validate()
+        try version(id: String(repeating: "\u{E9}", count: 128)).validate()
+        try version(id: String(repeating: "\u{1F600}", count: 128)).validate()
+        // Code points, not grapheme clusters: 128 × e + combining acute is 256 code points.
+        #expect(throws: FerryError.self) { try version(id: String(repeating: "e\u{301}", count: 128)).validate() }
         for bad in ["", String(repeating: "x", count: 129), "a\u{0}b", "tab\there"] {
             #expect(throws: FerryError.self) { try version(id: bad).validate() }
         }

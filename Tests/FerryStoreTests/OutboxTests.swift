@@ -30,6 +30,20 @@ import Testing
         #expect(try store.outbox().isEmpty)
     }
 
+    @Test func acknowledgementsOfUnconfiguredTransportsDoNotPrune() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.addTransport(name: "t1", kind: "folder")
+        try store.addTransport(name: "t2", kind: "relay")
+        let r = try store.put(entity: "note", id: "N", payload: "{}")
+        try store.acknowledge(transport: "t1", [(r.version.key, r.hlc)])
+        try store.acknowledge(transport: "ghost", [(r.version.key, r.hlc)])
+        #expect(try store.outbox().count == 1)
+        #expect(try store.pending(transport: "t2").count == 1)
+        try store.acknowledge(transport: "t2", [(r.version.key, r.hlc)])
+        #expect(try store.outbox().isEmpty)
+    }
+
     @Test func anAckOfAnOlderVersionKeepsTheNewerQueued() throws {
         let dir = TempDir()
         let store = try makeStore(dir)

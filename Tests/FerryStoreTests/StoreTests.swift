@@ -210,6 +210,9 @@ import FerrySQLite
         _ = try store.applyRemote([stale], origin: .remote(transport: "folder"))
         conflicts = try store.conflicts(entity: "note", id: "C")
         #expect(conflicts.first?.origin == .remote(transport: "folder"))
+        // The same losing version again, through another transport: kept once.
+        _ = try store.applyRemote([stale], origin: .remote(transport: "relay"))
+        #expect(try store.conflicts(entity: "note", id: "C").count == 2)
         for i in 0..<5 {
             let v = RecordVersion(entity: "note", id: "C", hlc: Stamp(millis: Int64(10 + i), counter: 0, node: NodeID(0xcafe)),
                                   deleted: false, payload: #"{"v":\#(i)}"#)

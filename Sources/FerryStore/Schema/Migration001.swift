@@ -95,6 +95,7 @@ extension Schema {
         lost_at     INTEGER NOT NULL -- unix milliseconds
     );
     CREATE INDEX losers_by_record ON losers (rid, lid);
+    CREATE UNIQUE INDEX losers_once ON losers (rid, hlc);
 
     -- Attachment metadata; the bytes are files named by their SHA-256 under attachments/.
     -- refs counts the current and losing versions that reference it; present = 0 while a

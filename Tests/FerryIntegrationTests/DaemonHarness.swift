@@ -1,0 +1,154 @@
+import Foundation
+import FerryJSON
+import FerryVarlink
+
+/// A real ferryd process on a private state directory and socket.
+final class DaemonHarness: @unchecked Sendable {
+    // @unchecked: `process` is only replaced by the test that owns the harness, between runs.
+    let root: String
+    let stateDirectory: String
+    let socketPath: String
+    let configPath: String
+    private(set) var process: Process?
+    private(set) var logPath: String
+
+    /// - Parameter config: the text of a ferryd.conf to use (default: durability normal for speed
+    ///   where a test does not need FULL).
+    init(config: String = "[Store]\nDurability=normal\n", name: String = "ferryd") throws {
+        root = NSTemporaryDirectory() + "ferry-it-\(name)-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        stateDirectory = root + "/state"
+        socketPath = root + "/run/ferryd.sock"
+        configPath = root + "/ferryd.conf"
+        logPath = root + "/ferryd.log"
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+    }
+
+    deinit {
+        if let process, process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    /// Starts ferryd and waits until it answers on its socket.
+    func start(extraArguments: [String] = [], environment: [String: String] = [:]) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: try Executables.path("ferryd"))
+        p.arguments = ["--config", configPath, "--state-dir", stateDirectory, "--socket", socketPath] + extraArguments
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "NOTIFY_SOCKET")
+        env.removeValue(forKey: "LISTEN_FDS")
+        env.removeValue(forKey: "LISTEN_PID")
+        env.removeValue(forKey: "JOURNAL_STREAM")
+        for (k, v) in environment { env[k] = v }
+        p.environment = env
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        log.seekToEndOfFile()
+        p.standardError = log
+        p.standardOutput = log
+        try p.run()
+        process = p
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if !p.isRunning { throw HarnessError("ferryd exited at start: \(self.log)") }
+            if let client = try? VarlinkClient(address: "unix:" + socketPath) { client.close(); return }
+            usleep(20_000)
+        }
+        throw HarnessError("ferryd did not answer on \(socketPath) within 30 s: \(self.log)")
+    }
+
+    /// SIGTERM, and wait for a graceful exit. Returns the exit status.
+    @discardableResult
+    func stop() -> Int32 {
+        guard let p = process else { return -1 }
+        if p.isRunning { kill(p.processIdentifier, SIGTERM) }
+        p.waitUntilExit()
+        process = nil
+        return p.terminationStatus
+    }
+
+    /// SIGKILL: no chance to clean up.
+    func crash() {
+        guard let p = process else { return }
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+        process = nil
+    }
+
+    var isRunning: Bool { process?.isRunning ?? false }
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    func client() throws -> VarlinkClient { try VarlinkClient(address: "unix:" + socketPath) }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ d: String) { description = d }
+}
+
+/// Finds the executables `swift build` put beside the test binary.
+enum Executables {
+    static func path(_ name: String) throws -> String {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        for _ in 0..<3 {
+            let candidate = dir.appendingPathComponent(name).path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            dir.deleteLastPathComponent()
+        }
+        throw HarnessError("\(name) not found next to \(exe): run 'swift build' before 'swift test' (make test does)")
+    }
+
+    /// The Python with PyPI's `varlink` package: $FERRY_PYTHON (make test sets it to its venv),
+    /// else python3 on the PATH.
+    static var python: String {
+        ProcessInfo.processInfo.environment["FERRY_PYTHON"] ?? "python3"
+    }
+}
+
+/// Runs a command to completion and returns its exit status and combined output.
+@discardableResult
+func runCommand(_ path: String, _ arguments: [String], input: String? = nil, timeout: TimeInterval = 60) throws -> (status: Int32, output: String) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: path.hasPrefix("/") ? path : "/usr/bin/env")
+    p.arguments = path.hasPrefix("/") ? arguments : [path] + arguments
+    let out = Pipe()
+    p.standardOutput = out
+    p.standardError = out
+    let inPipe = Pipe()
+    p.standardInput = inPipe
+    try p.run()
+    if let input { inPipe.fileHandleForWriting.write(Data(input.utf8)) }
+    try? inPipe.fileHandleForWriting.close()
+    let reader = Task.detached { out.fileHandleForReading.readDataToEndOfFile() }
+    let deadline = Date().addingTimeInterval(timeout)
+    while p.isRunning && Date() < deadline { usleep(10_000) }
+    if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+    p.waitUntilExit()
+    let data = try awaitSync { await reader.value }
+    return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
+/// Waits for an async value from synchronous code (test helpers only).
+func awaitSync<T: Sendable>(_ body: @escaping @Sendable () async -> T) throws -> T {
+    let semaphore = DispatchSemaphore(value: 0)
+    let box = ResultBox<T>()
+    Task.detached { box.value = await body(); semaphore.signal() }
+    semaphore.wait()
+    return box.value!
+}
+
+final class ResultBox<T>: @unchecked Sendable {
+    // @unchecked: written once before the semaphore is signalled, read after.
+    var value: T?
+}
+
+extension JSONValue {
+    /// obj["a"]["b"] as a path, for terse assertions.
+    func at(_ path: String...) -> JSONValue? {
+        var v: JSONValue? = self
+        for key in path { v = v?[key] }
+        return v
+    }
+}

@@ -1,0 +1,282 @@
+import Foundation
+import Testing
+import FerryJSON
+import FerryVarlink
+
+/// A real ferryd process driven over its real Unix socket.
+@Suite(.serialized) struct DaemonProcessTests {
+    @Test func putGetListDelete() async throws {
+        let daemon = try DaemonHarness(name: "crud")
+        try daemon.start()
+        let client = try daemon.client()
+        defer { client.close() }
+
+        let put = try await client.call("io.ferry.Store.Put", ["entity": "note", "payload": ["title": "milk", "done": false]])
+        let id = try #require(put.at("record", "id")?.stringValue)
+        #expect(put.at("record", "payload", "title") == "milk")
+        #expect(put.at("record", "space") == "private" && put.at("record", "seq") == 1)
+
+        _ = try await client.call("io.ferry.Store.Put", ["entity": "note", "id": "B", "payload": ["title": "eggs", "done": true]])
+        let got = try await client.call("io.ferry.Store.Get", ["entity": "note", "id": .string(id)])
+        #expect(got.at("record", "payload") == put.at("record", "payload"))
+        let missing = try await client.call("io.ferry.Store.Get", ["entity": "note", "id": "nope"])
+        #expect(missing.at("record") == nil)
+
+        let all = try await client.call("io.ferry.Store.List", ["entity": "note"])
+        #expect(all.at("records")?.arrayValue?.count == 2)
+        let done = try await client.call("io.ferry.Store.List", ["entity": "note", "where": ["done": true]])
+        #expect(done.at("records")?.arrayValue?.map { $0["id"] } == ["B"])
+        let page = try await client.call("io.ferry.Store.List", ["entity": "note", "limit": 1])
+        #expect(page.at("records")?.arrayValue?.count == 1 && page.at("next") != nil)
+
+        let deleted = try await client.call("io.ferry.Store.Delete", ["entity": "note", "id": "B"])
+        #expect(deleted.at("record", "deleted") == true && deleted.at("record", "payload") == nil)
+        let afterDelete = try await client.call("io.ferry.Store.List", ["entity": "note"])
+        #expect(afterDelete.at("records")?.arrayValue?.count == 1)
+
+        let many = try await client.call("io.ferry.Store.PutMany", ["records": .array((0..<50).map { i in
+            ["entity": "task", "id": .string("T\(i)"), "payload": ["n": .int(Int64(i))]]
+        })])
+        #expect(many.at("records")?.arrayValue?.count == 50)
+
+        // Typed errors with messages that say what to do.
+        await expectRemoteError("io.ferry.Store.NotFound") {
+            _ = try await client.call("io.ferry.Store.Delete", ["entity": "note", "id": "ghost"])
+        }
+        await expectRemoteError("io.ferry.Store.InvalidEntity") {
+            _ = try await client.call("io.ferry.Store.Put", ["entity": "Bad Name", "payload": [:]])
+        }
+        await expectRemoteError("io.ferry.Store.SpaceNotFound") {
+            _ = try await client.call("io.ferry.Store.Get", ["space": "ghost", "entity": "note", "id": "x"])
+        }
+        await expectRemoteError("io.ferry.Store.InvalidArgument") {
+            _ = try await client.call("io.ferry.Store.List", ["entity": "note", "order": "sideways"])
+        }
+        #expect(daemon.stop() == 0)
+    }
+
+    @Test func spacesAndStatus() async throws {
+        let daemon = try DaemonHarness(name: "spaces")
+        try daemon.start()
+        let client = try daemon.client()
+        defer { client.close() }
+        _ = try await client.call("io.ferry.Engine.CreateSpace", ["name": "team"])
+        await expectRemoteError("io.ferry.Engine.SpaceExists") {
+            _ = try await client.call("io.ferry.Engine.CreateSpace", ["name": "team"])
+        }
+        _ = try await client.call("io.ferry.Store.Put", ["space": "team", "entity": "item", "id": "1", "payload": ["w": "team"]])
+        _ = try await client.call("io.ferry.Store.Put", ["entity": "item", "id": "1", "payload": ["w": "private"]])
+        let team = try await client.call("io.ferry.Store.Get", ["space": "team", "entity": "item", "id": "1"])
+        #expect(team.at("record", "payload", "w") == "team")
+        let spaces = try await client.call("io.ferry.Engine.Spaces")
+        #expect(spaces.at("spaces")?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["private", "team"])
+        let status = try await client.call("io.ferry.Engine.Status")
+        #expect(status.at("records") == 2 && status.at("outbox") == 2 && status.at("state") == "idle")
+        #expect(status.at("node")?.stringValue?.count == 16)
+        let outbox = try await client.call("io.ferry.Engine.Outbox", ["space": "team"])
+        #expect(outbox.at("entries")?.arrayValue?.count == 1)
+        _ = try await client.call("io.ferry.Engine.SyncNow")
+        daemon.stop()
+    }
+
+    /// Watch: the first reply carries the cursor, then one reply per change; a cursor resumes
+    /// across a graceful restart and a kill -9 with nothing skipped.
+    @Test func watchResumesAcrossRestarts() async throws {
+        let daemon = try DaemonHarness(name: "watch")
+        try daemon.start()
+        var client = try daemon.client()
+        let writer = try daemon.client()
+        var seen: [String] = []
+        var cursor: Int64 = 0
+        do {
+            var stream = client.callMore("io.ferry.Store.Watch", [:]).makeAsyncIterator()
+            let first = try await stream.next()
+            #expect(first?["cursor"] == 0 && first?["record"] == nil)
+            for i in 0..<3 { _ = try await writer.call("io.ferry.Store.Put", ["entity": "note", "id": .string("N\(i)"), "payload": [:]]) }
+            for _ in 0..<3 {
+                let reply = try #require(try await stream.next())
+                seen.append(reply.at("record", "id")?.stringValue ?? "?")
+                cursor = reply["cursor"]?.intValue ?? -1
+            }
+        }
+        #expect(seen == ["N0", "N1", "N2"] && cursor == 3)
+        client.close(); writer.close()
+        #expect(daemon.stop() == 0)
+
+        // While the watcher is away, the daemon restarts and more changes happen, then it crashes.
+        try daemon.start()
+        let w2 = try daemon.client()
+        _ = try await w2.call("io.ferry.Store.Put", ["entity": "note", "id": "N3", "payload": [:]])
+        _ = try await w2.call("io.ferry.Store.Delete", ["entity": "note", "id": "N0"])
+        w2.close()
+        daemon.crash()
+        try daemon.start()
+        let w3 = try daemon.client()
+        _ = try await w3.call("io.ferry.Store.Put", ["entity": "other", "id": "X", "payload": [:]])
+        w3.close()
+
+        client = try daemon.client()
+        var resumed: [String] = []
+        var stream = client.callMore("io.ferry.Store.Watch", ["since": .int(cursor), "entities": ["note"]]).makeAsyncIterator()
+        let first = try await stream.next()
+        #expect(first?["cursor"] == .int(cursor))
+        for _ in 0..<2 {
+            let reply = try #require(try await stream.next())
+            resumed.append("\(reply.at("record", "id")?.stringValue ?? "?"):\(reply.at("record", "deleted")?.boolValue == true ? "deleted" : "live")")
+        }
+        #expect(resumed == ["N3:live", "N0:deleted"])
+        client.close()
+        daemon.stop()
+    }
+
+    /// A write the daemon acknowledged survives kill -9 (durability full, the default).
+    @Test func acknowledgedWritesSurviveKill9() async throws {
+        let daemon = try DaemonHarness(config: "[Store]\nDurability=full\n", name: "kill9")
+        try daemon.start()
+        let client = try daemon.client()
+        var ids: [String] = []
+        for i in 0..<20 {
+            let reply = try await client.call("io.ferry.Store.Put", ["entity": "note", "payload": ["i": .int(Int64(i))]])
+            ids.append(reply.at("record", "id")?.stringValue ?? "")
+        }
+        client.close()
+        daemon.crash()
+        try daemon.start()
+        let after = try daemon.client()
+        for id in ids {
+            let got = try await after.call("io.ferry.Store.Get", ["entity": "note", "id": .string(id)])
+            #expect(got.at("record", "id") == .string(id))
+        }
+        after.close()
+        daemon.stop()
+    }
+
+    @Test func attachmentsInlineAndByPath() async throws {
+        let daemon = try DaemonHarness(name: "attach")
+        try daemon.start()
+        let client = try daemon.client()
+        defer { client.close() }
+        let small = Data("hello".utf8).base64EncodedString()
+        let put = try await client.call("io.ferry.Store.PutAttachment", ["data": .string(small)])
+        #expect(put["sha256"] == "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824" && put["size"] == 5)
+        let got = try await client.call("io.ferry.Store.GetAttachment", ["sha256": put["sha256"]!])
+        #expect(got["data"] == .string(small))
+
+        let bigPath = daemon.root + "/big.bin"
+        let big = Data((0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        FileManager.default.createFile(atPath: bigPath, contents: big)
+        let putBig = try await client.call("io.ferry.Store.PutAttachment", ["path": .string(bigPath)])
+        let gotBig = try await client.call("io.ferry.Store.GetAttachment", ["sha256": putBig["sha256"]!])
+        let path = try #require(gotBig["path"]?.stringValue)
+        #expect(FileManager.default.contents(atPath: path) == big)
+        #expect(gotBig["data"] == nil && gotBig["size"] == .int(Int64(big.count)))
+
+        let record = try await client.call("io.ferry.Store.Put", ["entity": "doc", "payload": [:], "attachments": [put["sha256"]!, putBig["sha256"]!]])
+        #expect(record.at("record", "attachments")?.arrayValue?.count == 2)
+        await expectRemoteError("io.ferry.Store.AttachmentMissing") {
+            _ = try await client.call("io.ferry.Store.Put", ["entity": "doc", "payload": [:], "attachments": [.string(String(repeating: "0", count: 64))]])
+        }
+        await expectRemoteError("io.ferry.Store.AttachmentMismatch") {
+            _ = try await client.call("io.ferry.Store.PutAttachment", ["data": .string(small), "sha256": .string(String(repeating: "0", count: 64))])
+        }
+        daemon.stop()
+    }
+
+    /// The socket is 0600 in a 0700 directory, and SO_PEERCRED keeps other users out even if
+    /// those modes are loosened.
+    @Test func otherUsersAreRefused() async throws {
+        let daemon = try DaemonHarness(name: "peercred")
+        try daemon.start()
+        let dir = (daemon.socketPath as NSString).deletingLastPathComponent
+        let dirMode = try FileManager.default.attributesOfItem(atPath: dir)[.posixPermissions] as? Int
+        let sockMode = try FileManager.default.attributesOfItem(atPath: daemon.socketPath)[.posixPermissions] as? Int
+        #expect(dirMode == 0o700 && sockMode == 0o600)
+        let script = """
+        import socket, json, sys
+        s = socket.socket(socket.AF_UNIX)
+        try:
+            s.connect(sys.argv[1])
+        except OSError as e:
+            print("connect-error", e.errno); sys.exit(0)
+        s.sendall(json.dumps({"method": "io.ferry.Store.List", "parameters": {"entity": "note"}}).encode() + b"\\0")
+        data = b""
+        while not data.endswith(b"\\0"):
+            chunk = s.recv(65536)
+            if not chunk: break
+            data += chunk
+        print("reply", data.rstrip(b"\\0").decode())
+        """
+        let asNobody = ["--reuid=65534", "--regid=65534", "--clear-groups", "--", "python3", "-c", script, daemon.socketPath]
+        let blocked = try runCommand("/usr/bin/setpriv", asNobody)
+        #expect(blocked.output.contains("connect-error 13"), "\(blocked.output)")   // EACCES from the 0700 directory
+        chmod(dir, 0o755)
+        chmod(daemon.socketPath, 0o666)
+        let refused = try runCommand("/usr/bin/setpriv", asNobody)
+        #expect(refused.output.contains("org.varlink.service.PermissionDenied"), "\(refused.output)")
+        #expect(daemon.log.contains("refused a connection from uid 65534"))
+        // The owner is still served.
+        let client = try daemon.client()
+        _ = try await client.call("io.ferry.Store.List", ["entity": "note"])
+        client.close()
+        daemon.stop()
+    }
+
+    @Test func checkConfigAndVersion() throws {
+        let ferryd = try Executables.path("ferryd")
+        let version = try runCommand(ferryd, ["--version"])
+        #expect(version.status == 0 && version.output.hasPrefix("ferryd "))
+        let daemon = try DaemonHarness(config: "[Store]\nDurability=sometimes\n", name: "checkconfig")
+        let bad = try runCommand(ferryd, ["--config", daemon.configPath, "--check-config"])
+        #expect(bad.status == 1 && bad.output.contains("ferryd.conf:2") && bad.output.contains("full or normal"))
+        try "[Store]\nDurability=normal\n".write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        let good = try runCommand(ferryd, ["--config", daemon.configPath, "--check-config"])
+        #expect(good.status == 0 && good.output.contains("durability: normal"))
+        let usage = try runCommand(ferryd, ["--frobnicate"])
+        #expect(usage.status == 2 && usage.output.contains("usage: ferryd"))
+    }
+
+    @Test func oneDaemonPerStateDirectoryAndSocket() throws {
+        let daemon = try DaemonHarness(name: "single")
+        try daemon.start()
+        let second = try runCommand(try Executables.path("ferryd"), ["--config", daemon.configPath, "--state-dir", daemon.stateDirectory,
+                                                                     "--socket", daemon.root + "/other.sock"], timeout: 20)
+        #expect(second.status == 1 && second.output.contains("another ferryd is using the state directory"))
+        let third = try runCommand(try Executables.path("ferryd"), ["--config", daemon.configPath, "--state-dir", daemon.root + "/state2",
+                                                                    "--socket", daemon.socketPath], timeout: 20)
+        #expect(third.status == 1 && third.output.contains("already serving"))
+        #expect(daemon.isRunning)
+        daemon.stop()
+    }
+
+    @Test func sighupReloadsTheLogLevel() async throws {
+        let daemon = try DaemonHarness(config: "[Daemon]\nLogLevel=info\n", name: "reload")
+        try daemon.start()
+        try "[Daemon]\nLogLevel=debug\n".write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        kill(daemon.process!.processIdentifier, SIGHUP)
+        let deadline = Date().addingTimeInterval(10)
+        while !daemon.log.contains("configuration reloaded"), Date() < deadline { usleep(20_000) }
+        let client = try daemon.client()
+        _ = try await client.call("io.ferry.Store.Put", ["entity": "note", "id": "dbg", "payload": [:]])
+        client.close()
+        usleep(200_000)
+        #expect(daemon.log.contains("log level debug"))
+        #expect(daemon.log.contains("debug: put"))   // debug entries name the record, never the payload
+        #expect(daemon.stop() == 0)
+    }
+}
+
+/// Expects `body` to fail with the Varlink error `name` carrying a non-empty message.
+func expectRemoteError(_ name: String, sourceLocation: SourceLocation = #_sourceLocation,
+                       _ body: () async throws -> Void) async {
+    do {
+        try await body()
+        Issue.record("expected \(name), got success", sourceLocation: sourceLocation)
+    } catch let error as VarlinkClientError {
+        #expect(error.remoteError?.name == name, "\(error)", sourceLocation: sourceLocation)
+        if name.hasPrefix("io.ferry.") {
+            #expect(error.remoteError?.parameters["message"]?.stringValue?.isEmpty == false, sourceLocation: sourceLocation)
+        }
+    } catch {
+        Issue.record("expected \(name), got \(error)", sourceLocation: sourceLocation)
+    }
+}

@@ -206,7 +206,7 @@ import FerryVarlink
             data += chunk
         print("reply", data.rstrip(b"\\0").decode())
         """
-        let asNobody = ["--reuid=65534", "--regid=65534", "--clear-groups", "--", "python3", "-c", script, daemon.socketPath]
+        let asNobody = ["--reuid=65534", "--regid=65534", "--clear-groups", "--", "/usr/bin/python3", "-c", script, daemon.socketPath]
         let blocked = try runCommand("/usr/bin/setpriv", asNobody)
         #expect(blocked.output.contains("connect-error 13"), "\(blocked.output)")   // EACCES from the 0700 directory
         chmod(dir, 0o755)

@@ -155,6 +155,7 @@ struct StoreAPI: Sendable {
                 }
                 for record in page.records {
                     try await sink.send(["cursor": .int(record.seq), "record": try Wire.record(record)])
+                    cursor = record.seq
                 }
                 cursor = page.through
                 if page.through > from { continue }   // there may be more: read again

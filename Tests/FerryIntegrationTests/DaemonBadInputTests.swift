@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+import FerryJSON
+import FerryVarlink
+
+/// Bad input thrown at a real ferryd: each bad client gets a Varlink error or a closed
+/// connection, and the daemon stays up and keeps serving the others.
+@Suite(.serialized) struct DaemonBadInputTests {
+    static func call(_ method: String, _ parameters: String = "{}") -> String {
+        #"{"method":"\#(method)","parameters":\#(parameters)}"# + "\u{0}"
+    }
+
+    /// Asserts that a fresh, well-behaved client is still served.
+    func assertServing(_ daemon: DaemonHarness, _ context: String) async throws {
+        let client = try daemon.client()
+        defer { client.close() }
+        let reply = try await client.call("io.ferry.Store.List", ["entity": "note"])
+        #expect(reply["records"] != nil, "\(context): daemon stopped serving")
+        #expect(daemon.isRunning, "\(context): daemon died")
+    }
+
+    @Test func malformedMessages() async throws {
+        let daemon = try DaemonHarness(name: "badinput")
+        try daemon.start()
+        // A connection that stays open and idle throughout must not block anyone.
+        let idle = try RawSocket(path: daemon.socketPath)
+
+        let cases: [(String, [UInt8], String?)] = [
+            ("garbage bytes", [0xff, 0xfe, 0x00], nil),
+            ("not JSON", Array("hello there\u{0}".utf8), nil),
+            ("JSON that is not an object", Array("[1,2,3]\u{0}".utf8), nil),
+            ("an object without method", Array(#"{"parameters":{}}"#.utf8) + [0], nil),
+            ("a method that is not a string", Array(#"{"method":42}"#.utf8) + [0], nil),
+            ("unknown interface", Array(Self.call("com.example.Nope.Do").utf8), "org.varlink.service.InterfaceNotFound"),
+            ("unknown method", Array(Self.call("io.ferry.Store.Frobnicate").utf8), "org.varlink.service.MethodNotFound"),
+            ("wrong parameter type", Array(Self.call("io.ferry.Store.Get", #"{"entity":5,"id":"x"}"#).utf8), "org.varlink.service.InvalidParameter"),
+            ("missing parameter", Array(Self.call("io.ferry.Store.Get", #"{"entity":"note"}"#).utf8), "org.varlink.service.InvalidParameter"),
+            ("payload not an object", Array(Self.call("io.ferry.Store.Put", #"{"entity":"note","payload":"x"}"#).utf8), "org.varlink.service.InvalidParameter"),
+            ("stream method without more", Array(Self.call("io.ferry.Store.Watch").utf8), "org.varlink.service.ExpectedMore"),
+            ("10,000-deep nesting", Array(#"{"method":"io.ferry.Store.Put","parameters":{"entity":"n","payload":{"a":"#.utf8)
+                + Array(repeating: UInt8(ascii: "["), count: 10_000) + Array(repeating: UInt8(ascii: "]"), count: 10_000) + Array("}}}".utf8) + [0], nil),
+            ("invalid UTF-8 in a string", Array(#"{"method":"io.ferry.Store.Get","parameters":{"entity":"n","id":""#.utf8) + [0xC3, 0x28] + Array(#""}}"#.utf8) + [0], nil),
+        ]
+        for (name, bytes, expectedError) in cases {
+            let socket = try RawSocket(path: daemon.socketPath)
+            socket.send(bytes)
+            if let expectedError {
+                let reply = socket.receive() ?? ""
+                #expect(reply.contains(#""error":"\#(expectedError)""#), "\(name): \(reply)")
+            } else {
+                // Either an error reply or a closed connection; never a success, never a hang.
+                let reply = socket.receive()
+                #expect(reply == nil || reply!.contains(#""error":"#), "\(name): \(reply ?? "closed")")
+            }
+            try await assertServing(daemon, name)
+        }
+        _ = idle
+        daemon.stop()
+    }
+
+    @Test func oversizeMessageClosesTheConnection() async throws {
+        let daemon = try DaemonHarness(name: "oversize")
+        try daemon.start()
+        let socket = try RawSocket(path: daemon.socketPath)
+        var big = Array(#"{"method":"io.ferry.Store.Put","parameters":{"entity":"n","payload":{"a":""#.utf8)
+        big += Array(repeating: UInt8(ascii: "x"), count: 17 << 20)
+        big += Array(#""}}}"#.utf8) + [0]
+        socket.send(big)   // may fail part-way once the daemon closes
+        #expect(socket.isClosedByPeer())
+        try await assertServing(daemon, "after a 17 MiB message")
+        // Just under the cap, a large payload is a clean typed error (over the 1 MiB payload limit).
+        let client = try daemon.client()
+        let payload = JSONValue.object(["a": .string(String(repeating: "y", count: 2 << 20))])
+        await expectRemoteError("io.ferry.Store.PayloadTooLarge") {
+            _ = try await client.call("io.ferry.Store.Put", ["entity": "n", "payload": payload])
+        }
+        client.close()
+        daemon.stop()
+    }
+
+    @Test func aThousandConnectionsAtOnce() async throws {
+        let daemon = try DaemonHarness(name: "thousand")
+        try daemon.start()
+        var sockets: [RawSocket] = []
+        for _ in 0..<1000 { sockets.append(try RawSocket(path: daemon.socketPath)) }
+        for (i, socket) in sockets.enumerated() {
+            socket.send(Self.call("io.ferry.Store.Get", #"{"entity":"note","id":"\#(i)"}"#))
+        }
+        var answered = 0
+        for socket in sockets where socket.receive()?.contains(#""parameters""#) == true { answered += 1 }
+        #expect(answered == 1000)
+        sockets.removeAll()
+        try await assertServing(daemon, "after 1,000 connections")
+        daemon.stop()
+    }
+
+    @Test func aClientThatNeverReadsItsWatchIsToldToResume() async throws {
+        let daemon = try DaemonHarness(config: "[Store]\nDurability=normal\n[API]\nWatchBufferBytes=65536\nSlowWatcherGraceSeconds=0.5\n", name: "slow")
+        try daemon.start()
+        let slow = try RawSocket(path: daemon.socketPath)
+        // A small receive buffer, and we never read: the daemon's per-connection cap fills up.
+        var size: Int32 = 4096
+        setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        slow.send(#"{"method":"io.ferry.Store.Watch","parameters":{},"more":true}"# + "\u{0}")
+        let writer = try daemon.client()
+        let payload = JSONValue.object(["text": .string(String(repeating: "z", count: 2000))])
+        for batch in 0..<10 {
+            let items: [JSONValue] = (0..<100).map { i in ["entity": "note", "id": .string("\(batch)-\(i)"), "payload": payload] }
+            _ = try await writer.call("io.ferry.Store.PutMany", ["records": .array(items)])
+        }
+        // Now read: the stream ends with ResumeFromCursor carrying the last cursor delivered.
+        var last: String?
+        var cursor: Int64 = -1
+        while let message = slow.receive() {
+            last = message
+            if let v = try? JSONParser.parse(message), let c = v.at("parameters", "cursor")?.intValue, v["error"] == nil { cursor = c }
+        }
+        let final = try #require(last)
+        #expect(final.contains("io.ferry.Store.ResumeFromCursor"), "\(final.prefix(300))")
+        let resumeAt = (try? JSONParser.parse(final))?.at("parameters", "cursor")?.intValue
+        #expect(resumeAt == cursor, "resume cursor \(String(describing: resumeAt)) vs last delivered \(cursor)")
+        // Resuming from it delivers the rest, nothing skipped.
+        let resumed = try daemon.client()
+        var ids = Set<String>()
+        for try await reply in resumed.callMore("io.ferry.Store.Watch", ["since": .int(resumeAt ?? 0)]) {
+            if let id = reply.at("record", "id")?.stringValue { ids.insert(id) }
+            if reply["cursor"] == 1000 { break }
+        }
+        #expect(ids.count == 1000 - Int(resumeAt ?? 0))
+        writer.close(); resumed.close()
+        try await assertServing(daemon, "after a slow watcher")
+        daemon.stop()
+    }
+}

@@ -1,6 +1,6 @@
 # Ferry: build, test and run on Debian 12 with the Swift toolchain on PATH.
 #
-#   make run     install missing Debian packages, build, run (the store demo until ferryd lands)
+#   make run     install missing Debian packages, build, start ferryd in the foreground
 #   make test    the same packages plus the test ones, build, then the whole test suite
 #   make bench   the store benchmark (release build), one machine-readable line per figure
 #
@@ -27,6 +27,9 @@ DEB_PACKAGES := libsqlite3-dev libsodium-dev libsystemd-dev pkg-config
 # certification client checks the Varlink layer; the Python reference client comes from PyPI,
 # into a venv the tests make.
 DEB_TEST_PACKAGES := varlink-go python3-venv
+# The systemd test boots systemd as PID 1 in namespaces (unshare and nsenter come with
+# util-linux, which every Debian has); libsystemd-dev is a build package above.
+DEB_TEST_PACKAGES += systemd
 
 .PHONY: all deps test-deps build run test bench clean
 
@@ -61,22 +64,80 @@ endef
 deps:
 	$(call ensure_debs,$(DEB_PACKAGES))
 
+# PyPI's reference Varlink client, in a venv of our own (tests find it through FERRY_PYTHON).
+VENV := $(CURDIR)/.build/venv
+PYPI_TEST_PACKAGES := varlink
+
 test-deps: deps
 	$(call ensure_debs,$(DEB_TEST_PACKAGES))
+	@if ! "$(VENV)/bin/python3" -c 'import varlink' 2>/dev/null; then \
+	  echo "make: installing $(PYPI_TEST_PACKAGES) from PyPI into $(VENV)"; \
+	  python3 -m venv "$(VENV)" && "$(VENV)/bin/pip" install -q $(PYPI_TEST_PACKAGES); \
+	fi
 
 build: deps
 	$(SWIFT) build $(SWIFTPM_FLAGS)
 
+# ferryd in the foreground on its built-in defaults (state in $$XDG_STATE_HOME/ferry, socket in
+# $$XDG_RUNTIME_DIR/ferry/ferryd.sock); Ctrl-C stops it. Try `ferryctl` from a second terminal.
 run: build
-	$(SWIFT) run $(SWIFTPM_FLAGS) ferry-demo $(RUN_ARGS)
+	$(SWIFT) run $(SWIFTPM_FLAGS) ferryd $(RUN_ARGS)
 
 # The tests start helper executables (Tests/Support) that `swift build` makes, so build first.
 test: deps test-deps
 	$(SWIFT) build $(SWIFTPM_FLAGS)
-	$(SWIFT) test $(SWIFTPM_FLAGS)
+	FERRY_PYTHON="$(VENV)/bin/python3" $(SWIFT) test $(SWIFTPM_FLAGS)
 
 bench: deps
 	$(SWIFT) run $(SWIFTPM_FLAGS) -c release ferry-bench store --records $(RECORDS)
 
 clean:
 	$(SWIFT) package $(SWIFTPM_FLAGS) clean
+
+# Installation.
+#   make install               ferryd and ferryctl (release builds) into $(PREFIX)/bin, the systemd
+#                              user units, the bash completion, and etc/ferryd.conf as an example
+#   make install PREFIX=/usr   elsewhere (as root for system directories); DESTDIR stages the tree
+#   make uninstall             removes those files again (give it the same PREFIX)
+# Then, as the user who runs Ferry:
+#   systemctl --user daemon-reload && systemctl --user enable --now ferryd.socket
+# For one user without root: make install PREFIX=$$HOME/.local USERUNITDIR=$$HOME/.local/share/systemd/user
+# (~/.local/lib/systemd/user is not where the user manager looks).
+# SYSTEM=1 is for system units: the relay issue adds systemd/ferry-relay.service, and
+# `make install SYSTEM=1` is to install it into $(SYSTEMUNITDIR). Until then it adds nothing.
+PREFIX ?= /usr/local
+DESTDIR ?=
+SYSTEM ?=
+BINDIR ?= $(PREFIX)/bin
+USERUNITDIR ?= $(PREFIX)/lib/systemd/user
+SYSTEMUNITDIR ?= $(PREFIX)/lib/systemd/system
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
+DOCDIR ?= $(PREFIX)/share/doc/ferry
+
+.PHONY: install uninstall
+
+install: deps
+	$(SWIFT) build $(SWIFTPM_FLAGS) -c release --product ferryd
+	$(SWIFT) build $(SWIFTPM_FLAGS) -c release --product ferryctl
+	install -d -m 0755 "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(USERUNITDIR)" "$(DESTDIR)$(DOCDIR)"
+	bin="$$($(SWIFT) build $(SWIFTPM_FLAGS) -c release --show-bin-path)" && \
+	  install -m 0755 "$$bin/ferryd" "$$bin/ferryctl" "$(DESTDIR)$(BINDIR)/"
+	# The unit names /usr/local/bin/ferryd; point it at this BINDIR (without DESTDIR).
+	sed 's|^ExecStart=/usr/local/bin/ferryd$$|ExecStart=$(BINDIR)/ferryd|' systemd/ferryd.service \
+	  > "$(DESTDIR)$(USERUNITDIR)/ferryd.service"
+	chmod 0644 "$(DESTDIR)$(USERUNITDIR)/ferryd.service"
+	grep -qx 'ExecStart=$(BINDIR)/ferryd' "$(DESTDIR)$(USERUNITDIR)/ferryd.service"
+	install -m 0644 systemd/ferryd.socket "$(DESTDIR)$(USERUNITDIR)/ferryd.socket"
+	if [ -f contrib/ferryctl.bash-completion ]; then \
+	  install -D -m 0644 contrib/ferryctl.bash-completion "$(DESTDIR)$(COMPLETIONDIR)/ferryctl"; \
+	fi
+	install -m 0644 etc/ferryd.conf "$(DESTDIR)$(DOCDIR)/ferryd.conf"
+ifneq ($(SYSTEM),)
+	@echo "make: SYSTEM=1: no system units yet (systemd/ferry-relay.service comes with the relay)"
+endif
+
+uninstall:
+	rm -f "$(DESTDIR)$(BINDIR)/ferryd" "$(DESTDIR)$(BINDIR)/ferryctl" \
+	  "$(DESTDIR)$(USERUNITDIR)/ferryd.service" "$(DESTDIR)$(USERUNITDIR)/ferryd.socket" \
+	  "$(DESTDIR)$(COMPLETIONDIR)/ferryctl" "$(DESTDIR)$(DOCDIR)/ferryd.conf"
+	rmdir --ignore-fail-on-non-empty "$(DESTDIR)$(DOCDIR)" 2>/dev/null || true

@@ -1,0 +1,31 @@
+import FerryAPI
+import FerryClient
+import FerryJSON
+
+/// `ferryctl get ENTITY ID`: one record at its current version.
+enum GetCommand: Command {
+    static let name = "get"
+    static let synopsis = "ENTITY ID"
+    static let summary = "print a record (exit 3 when it is unknown)"
+    static let details = "A deleted record prints as a tombstone (deleted: yes, no payload)."
+    static let takesSpace = true
+
+    static func run(_ arguments: ParsedArguments, _ context: Context) async throws(CommandFailure) {
+        let positionals = try arguments.positionals(["ENTITY", "ID"])
+        let (entity, id) = (positionals[0], positionals[1])
+        let client = try context.connect()
+        let record = try await daemon { () async throws(FerryClientError) in
+            try await client.get(space: context.space, entity: entity, id: id)
+        }
+        if context.json {
+            var reply: [String: JSONValue] = [:]
+            if let record { reply["record"] = record.json }
+            Output.json(.object(reply))
+        }
+        guard let record else {
+            throw .notFound("no record \(entity)/\(id) in space \(context.space ?? "private"): "
+                + "list the ids with 'ferryctl ls \(entity)'")
+        }
+        if !context.json { Output.out(Format.recordView(record)) }
+    }
+}

@@ -1,0 +1,52 @@
+import FerryAPI
+import FerryClient
+import FerryJSON
+
+/// `ferryctl outbox [--errors]`: records waiting to be sent, with each transport's state.
+enum OutboxCommand: Command {
+    static let name = "outbox"
+    static let synopsis = "[--errors] [--limit N]"
+    static let summary = "list records waiting to be sent, and what each transport said"
+    static let details = "Without --space it lists every space's outbox."
+    static let takesSpace = true
+    static let options = [
+        OptionSpec("errors", help: "only entries a transport rejected"),
+        OptionSpec("limit", value: "N", help: "at most N entries"),
+    ]
+
+    static func run(_ arguments: ParsedArguments, _ context: Context) async throws(CommandFailure) {
+        _ = try arguments.positionals([])
+        let limit = try arguments.integerOption("limit", in: 1...Int64(Int32.max)).map { Int($0) }
+        let client = try context.connect()
+        let entries = try await daemon { () async throws(FerryClientError) in
+            try await client.outbox(space: context.space, errorsOnly: arguments.has("errors"), limit: limit)
+        }
+        if context.json {
+            Output.json(.object(["entries": .array(entries.map(\.json))]))
+            return
+        }
+        guard !entries.isEmpty else {
+            Output.note(arguments.has("errors") ? "no rejected entries in the outbox" : "the outbox is empty: everything is sent")
+            return
+        }
+        var table = Table("SPACE", "ENTITY", "ID", "HLC", "QUEUED", "TRANSPORTS")
+        for entry in entries {
+            table.add(entry.space, entry.entity, entry.id, entry.hlc, Format.time(entry.queuedAt), deliveries(entry))
+        }
+        Output.out(table.render())
+    }
+
+    /// Each transport's state in a few words: `relay: sent, folder: rejected (disk full)`.
+    static func deliveries(_ entry: OutboxEntry) -> String {
+        guard !entry.deliveries.isEmpty else { return "-" }
+        return entry.deliveries.map { delivery in
+            if let error = delivery.error {
+                return "\(delivery.transport): rejected (\(Format.truncate(error, to: 80)))"
+            }
+            if let acknowledged = delivery.acknowledged {
+                return delivery.transport + (acknowledged == entry.hlc ? ": sent" : ": older version sent")
+            }
+            return "\(delivery.transport): pending"
+        }.joined(separator: ", ")
+    }
+}

@@ -1,0 +1,25 @@
+import FerryClient
+import FerryJSON
+
+/// `ferryctl rm ENTITY ID`: deletes a record.
+enum RmCommand: Command {
+    static let name = "rm"
+    static let synopsis = "ENTITY ID"
+    static let summary = "delete a record (exit 3 when it is unknown)"
+    static let details = "Writes a tombstone with a new stamp, so the delete wins on every device."
+    static let takesSpace = true
+
+    static func run(_ arguments: ParsedArguments, _ context: Context) async throws(CommandFailure) {
+        let positionals = try arguments.positionals(["ENTITY", "ID"])
+        let (entity, id) = (positionals[0], positionals[1])
+        let client = try context.connect()
+        let record = try await daemon { () async throws(FerryClientError) in
+            try await client.delete(space: context.space, entity: entity, id: id)
+        }
+        if context.json {
+            Output.json(.object(["record": record.json]))
+        } else {
+            Output.line("deleted \(record.entity)/\(record.id) in space \(record.space) at \(record.hlc)")
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import FerryClient
+
+/// `ferryctl status`: the daemon's state at a glance.
+enum StatusCommand: Command {
+    static let name = "status"
+    static let synopsis = ""
+    static let summary = "show the daemon's state: records, outbox, spaces, transports"
+
+    static func run(_ arguments: ParsedArguments, _ context: Context) async throws(CommandFailure) {
+        _ = try arguments.positionals([])
+        let client = try context.connect()
+        let status = try await daemon { () async throws(FerryClientError) in try await client.status() }
+        if context.json {
+            Output.json(status.json)
+            return
+        }
+        var summary = Table("node", status.node)
+        summary.add("version", status.version)
+        summary.add("state", status.state)
+        summary.add("socket", context.socketPath)
+        summary.add("started", Format.time(status.startedAt))
+        summary.add("records", "\(status.records) live, \(status.tombstones) deleted")
+        summary.add("outbox", "\(status.outbox) pending, \(status.outboxErrors) rejected"
+            + (status.outboxErrors > 0 ? " (see 'ferryctl outbox --errors')" : ""))
+        summary.add("change log", "cursor \(status.lastSeq)")
+        summary.add("attachments", "\(status.attachments) (\(Format.bytes(status.attachmentBytes)))")
+        summary.add("last sync", status.lastSuccessAt.map { Format.time($0) } ?? "never")
+        if let lastError = status.lastError { summary.add("last error", lastError) }
+        var text = summary.render()
+
+        var spaces = Table("SPACE", "KIND", "OWNER", "CREATED")
+        for space in status.spaces {
+            spaces.add(space.name, space.kind, space.owner ?? "-", Format.time(space.createdAt))
+        }
+        text += "\n" + spaces.render()
+
+        if status.transports.isEmpty {
+            text += "\nno transports: this device does not sync yet\n"
+        } else {
+            var transports = Table("TRANSPORT", "SPACE", "KIND", "PENDING", "LAST SUCCESS", "LAST ERROR")
+            for transport in status.transports {
+                let error = transport.lastError.map { "\(Format.time(transport.lastErrorAt)): \($0)" } ?? "-"
+                transports.add(transport.name, transport.space, transport.kind, String(transport.pending),
+                               Format.time(transport.lastSuccessAt), error)
+            }
+            text += "\n" + transports.render()
+        }
+        Output.out(text)
+    }
+}

@@ -1,0 +1,83 @@
+import FerryAPI
+import FerryClient
+import FerryJSON
+
+/// `ferryctl watch`: follows changes like `tail -f`, one line per change, until interrupted.
+enum WatchCommand: Command {
+    static let name = "watch"
+    static let synopsis = "[--since CURSOR] [--entity E ...] [--space S ... | --all-spaces]"
+    static let summary = "follow changes, one line per change, until interrupted"
+    static let details = """
+        Each line is: CURSOR SPACE ENTITY ID put|delete PAYLOAD. The cursor of the last line
+        seen, passed as --since, resumes after it (across daemon restarts too) with nothing
+        skipped. Without --since the watch starts at the current end of the change log.
+        If ferryd says the watcher fell behind, ferryctl resumes from its cursor by itself.
+        With --json every reply of the daemon is printed as one JSON document per line: the
+        first carries only the starting cursor.
+        """
+    static let takesSpace = true
+    static let takesSeveralSpaces = true
+    static let options = [
+        OptionSpec("since", value: "CURSOR", help: "resume after this cursor"),
+        OptionSpec("entity", value: "E", repeatable: true, help: "only changes of this entity kind (repeatable)"),
+        OptionSpec("all-spaces", help: "follow every space (default: the private space, or the --space ones)"),
+    ]
+
+    static func run(_ arguments: ParsedArguments, _ context: Context) async throws(CommandFailure) {
+        _ = try arguments.positionals([])
+        var since = try arguments.integerOption("since", in: 0...Int64.max)
+        let entities = arguments.all("entity")
+        var spaces: [String]? = context.spaces.isEmpty ? nil : context.spaces
+        if arguments.has("all-spaces") {
+            guard spaces == nil else { throw .usage("--all-spaces and --space exclude each other") }
+            spaces = FerryClient.allSpaces
+        }
+        let client = try context.connect()
+        while true {
+            do throws(FerryClientError) {
+                try await follow(client, since: since, spaces: spaces, entities: entities, json: context.json) { cursor in
+                    since = cursor
+                }
+                return
+            } catch {
+                // A watcher that fell behind is told where to resume: do so, as tail -f would.
+                if error.remoteErrorName == "ResumeFromCursor", case .remote(_, _, let parameters) = error {
+                    let cursor = parameters["cursor"]?.intValue ?? since ?? 0
+                    Output.note("ferryctl: fell behind; resuming after cursor \(cursor)")
+                    since = cursor
+                    continue
+                }
+                if case .connectionClosed = error, let since {
+                    throw .local(error.description + "; resume with 'ferryctl watch --since \(since)'")
+                }
+                throw .client(error)
+            }
+        }
+    }
+
+    /// Prints every event of one Watch call; `seen` gets the cursor of each.
+    private static func follow(_ client: FerryClient, since: Int64?, spaces: [String]?, entities: [String],
+                               json: Bool, seen: (Int64) -> Void) async throws(FerryClientError) {
+        let stream = client.watch(since: since, spaces: spaces, entities: entities.isEmpty ? nil : entities)
+        do {
+            for try await event in stream {
+                if json {
+                    Output.json(event.json)
+                } else {
+                    switch event {
+                    case .started(let cursor):
+                        Output.note("watching changes after cursor \(cursor) (Ctrl-C to stop)")
+                    case .change(let record, let cursor):
+                        let action = record.deleted ? "delete" : "put"
+                        Output.line("\(cursor) \(record.space) \(record.entity) \(record.id) \(action) \(Format.payload(record, limit: 120))")
+                    }
+                }
+                seen(event.cursor)
+            }
+        } catch let error as FerryClientError {
+            throw error
+        } catch {
+            throw .protocolError(String(describing: error))
+        }
+    }
+}

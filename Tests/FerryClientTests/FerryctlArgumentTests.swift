@@ -1,0 +1,139 @@
+import FerryJSON
+import Foundation
+import Testing
+
+/// ferryctl's command line, through the real binary: usage errors exit 2 before any
+/// connection is made, help exits 0, and a missing daemon exits 4 wherever the socket path
+/// came from. (ferryctl is an executable, so its parser is tested from the outside.)
+@Suite struct FerryctlArgumentTests {
+    let ferryctl: FerryctlRunner
+    /// A socket path nothing listens on: a usage error must be reported before connecting,
+    /// so these commands never get as far as exit 4.
+    let nowhere = "/tmp/ferryctl-test-nowhere/ferryd.sock"
+
+    init() throws {
+        ferryctl = try FerryctlRunner()
+    }
+
+    @Test(arguments: [
+        ([], "missing command"),
+        (["frobnicate"], "unknown command 'frobnicate'"),
+        (["ls"], "missing ENTITY"),
+        (["ls", "note", "--limit", "abc"], "--limit must be an integer, 1 to 1000"),
+        (["ls", "note", "--limit", "0"], "--limit must be an integer, 1 to 1000"),
+        (["ls", "note", "--limit=1001"], "--limit must be an integer, 1 to 1000"),
+        (["ls", "note", "--order", "size"], "--order must be id or stamp"),
+        (["ls", "note", "--where", "done"], "invalid filter \"done\""),
+        (["ls", "note", "--where", "a=1", "--where", "a=2"], "the field a is given twice"),
+        (["ls", "note", "--after"], "--after needs a value"),
+        (["ls", "note", "--limit", "1", "--limit", "2"], "--limit is given more than once"),
+        (["get", "note"], "missing ID"),
+        (["get", "note", "a", "b"], "unexpected argument \"b\""),
+        (["rm"], "missing ENTITY"),
+        (["put", "note"], "missing JSON"),
+        (["put", "note", "[1]"], "the payload must be a JSON object, not an array"),
+        (["put", "note", "X", "{bad"], "the payload is not valid JSON"),
+        (["put", "note", "a", "b", "{}"], "unexpected argument"),
+        (["status", "--space", "team"], "--space does not apply to 'status'"),
+        (["get", "note", "X", "--space", "a", "--space", "b"], "--space is given more than once"),
+        (["watch", "--all-spaces", "--space", "a"], "--all-spaces and --space exclude each other"),
+        (["watch", "--since", "-1"], "--since must be an integer, at least 0"),
+        (["watch", "extra"], "unexpected argument"),
+        (["--bogus", "status"], "unknown option --bogus for 'status'"),
+        (["status", "--json=yes"], "--json takes no value"),
+        (["space"], "missing ls or create"),
+        (["space", "frob"], "unknown space command 'frob'"),
+        (["space", "create"], "missing NAME"),
+        (["space", "ls", "--kind", "shared"], "--kind applies to 'space create'"),
+        (["detach", "ab", "--json"], "--json prints the reply, not the bytes"),
+        (["conflicts", "note"], "missing ID"),
+        (["outbox", "--limit", "x"], "--limit must be an integer"),
+        (["help", "nosuch"], "unknown command 'nosuch'"),
+        (["attach"], "missing FILE"),
+    ])
+    func usageError(_ arguments: [String], _ message: String) throws {
+        let result = try ferryctl.run(["--socket", nowhere] + arguments)
+        #expect(result.status == 2, "\(result)")
+        #expect(result.stderr.contains(message), "\(result)")
+        #expect(result.stdout.isEmpty, "\(result)")
+    }
+
+    @Test func usageErrorShowsTheCommandsSynopsis() throws {
+        let result = try ferryctl.run(["ls", "--socket", nowhere])
+        #expect(result.stderr.contains("usage: ferryctl ls ENTITY [--after ID]"), "\(result)")
+        #expect(result.stderr.contains("see 'ferryctl help ls'"), "\(result)")
+    }
+
+    @Test func helpListsCommandsAndExitCodes() throws {
+        for arguments in [["help"], ["--help"], ["-h"]] {
+            let result = try ferryctl.run(arguments)
+            #expect(result.status == 0, "\(result)")
+            for word in ["status", "get ENTITY ID", "put ", "rm ENTITY ID", "ls ENTITY", "watch", "conflicts", "attach",
+                         "detach", "outbox", "sync", "space", "version", "--socket PATH", "--json", "--space NAME",
+                         "Exit codes:", "4  ferryd is not running", "3  not found", "5  permission denied", "2  usage error"] {
+                #expect(result.stdout.contains(word), "'\(word)' missing from \(arguments): \(result)")
+            }
+        }
+    }
+
+    @Test(arguments: ["status", "get", "put", "rm", "ls", "watch", "conflicts", "attach", "detach", "outbox",
+                      "sync", "space", "version", "help"])
+    func everyCommandHasHelp(_ command: String) throws {
+        let viaHelp = try ferryctl.run(["help", command])
+        let viaFlag = try ferryctl.run([command, "--help"])
+        #expect(viaHelp.status == 0 && viaFlag.status == 0, "\(viaHelp)\n\(viaFlag)")
+        #expect(viaHelp.stdout.hasPrefix("usage: ferryctl \(command)"), "\(viaHelp)")
+        #expect(viaHelp.stdout == viaFlag.stdout)
+        #expect(viaHelp.stdout.contains("--socket PATH"))
+    }
+
+    @Test func spaceOptionIsOfferedOnlyWhereItApplies() throws {
+        #expect(try ferryctl.run(["help", "ls"]).stdout.contains("--space NAME"))
+        #expect(try !ferryctl.run(["help", "status"]).stdout.contains("--space NAME"))
+    }
+
+    @Test func daemonNotRunningExits4WithAdvice() throws {
+        let result = try ferryctl.run(["status", "--socket", nowhere])
+        #expect(result.status == 4, "\(result)")
+        #expect(result.stderr == "ferryctl: ferryd is not running (no socket at \(nowhere)): "
+            + "start it with 'systemctl --user start ferryd' or 'ferryd'\n")
+    }
+
+    @Test func socketPathComesFromTheEnvironment() throws {
+        let fromFerrySocket = try ferryctl.run(["get", "note", "X"], environment: ["FERRY_SOCKET": "/tmp/ferryctl-env/a.sock"])
+        #expect(fromFerrySocket.status == 4)
+        #expect(fromFerrySocket.stderr.contains("no socket at /tmp/ferryctl-env/a.sock"), "\(fromFerrySocket)")
+
+        let fromRuntime = try ferryctl.run(["get", "note", "X"], environment: ["XDG_RUNTIME_DIR": "/tmp/ferryctl-rt"])
+        #expect(fromRuntime.stderr.contains("no socket at /tmp/ferryctl-rt/ferry/ferryd.sock"), "\(fromRuntime)")
+
+        let flagWins = try ferryctl.run(["--socket", "/tmp/ferryctl-flag.sock", "get", "note", "X"],
+                                        environment: ["FERRY_SOCKET": "/tmp/ferryctl-env/a.sock"])
+        #expect(flagWins.stderr.contains("no socket at /tmp/ferryctl-flag.sock"), "\(flagWins)")
+
+        let fallback = try ferryctl.run(["get", "note", "X"])
+        #expect(fallback.stderr.contains("no socket at /run/user/\(getuid())/ferry/ferryd.sock"), "\(fallback)")
+    }
+
+    @Test func versionWorksWithoutADaemon() throws {
+        let result = try ferryctl.run(["version", "--socket", nowhere])
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.hasPrefix("ferryctl 0."), "\(result)")
+        #expect(result.stderr.contains("ferryd is not running"), "\(result)")
+        let json = try ferryctl.run(["version", "--json", "--socket", nowhere])
+        let parsed = try JSONParser.parse(json.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(parsed["ferryctl"]?.stringValue != nil)
+        #expect(parsed["ferryd"] == nil)
+    }
+
+    @Test func optionsAnywhereAndDoubleDash() throws {
+        // Global options before the command, command options before positionals, and "--"
+        // letting an id that starts with "-" through: all reach the connect step (exit 4).
+        for arguments in [["--json", "--socket", nowhere, "ls", "--limit", "5", "note"],
+                          ["get", "--socket=\(nowhere)", "note", "--", "-x"],
+                          ["put", "note", "-", "--socket", nowhere, "--attach", "ab"]] {
+            let result = try ferryctl.run(arguments, stdin: Array(#"{"a": 1}"#.utf8))
+            #expect(result.status == 4, "\(arguments): \(result)")
+        }
+    }
+}

@@ -1,0 +1,371 @@
+import FerryJSON
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+
+/// `ferryctl`, the built binary, against a real `ferryd` on a temporary socket: every
+/// subcommand, its output and its exit code, as a script would see them.
+@Suite struct FerryctlTests {
+    // MARK: records
+
+    @Test func putGetListDelete() throws {
+        let (daemon, ctl) = try Self.start("ctl-records")
+        defer { daemon.stop() }
+
+        let created = try ctl.run(["put", "note", #"{"title": "milk", "done": false}"#, "--json"])
+        #expect(created.status == 0, "\(created)")
+        let record = try created.json()["record"]
+        let id = try #require(record?["id"]?.stringValue)
+        #expect(id.count == 36 && id == id.uppercased(), "a new record gets an upper-case UUID: \(id)")
+        #expect(record?["payload"] == ["title": "milk", "done": false])
+
+        let named = try ctl.run(["put", "note", "N1", #"{"title": "eggs", "done": true}"#])
+        #expect(named.status == 0, "\(named)")
+        #expect(named.stdout.contains("id           N1\n") && named.stdout.contains("\"title\": \"eggs\""), "\(named)")
+
+        let piped = try ctl.run(["put", "note", "N2", "-"], stdin: #"{"title": "from stdin"}"#)
+        #expect(piped.status == 0, "\(piped)")
+
+        let got = try ctl.run(["get", "note", "N1"])
+        #expect(got.status == 0 && got.stdout.contains("deleted      no\n"), "\(got)")
+        let gotJSON = try ctl.run(["get", "note", "N1", "--json"]).json()
+        #expect(gotJSON["record"]?["payload"] == ["title": "eggs", "done": true])
+        #expect(gotJSON["record"]?["space"] == "private")
+
+        let listed = try ctl.run(["ls", "note"])
+        #expect(listed.status == 0, "\(listed)")
+        #expect(listed.lines.count == 4, "header and three records: \(listed)")
+        #expect(listed.lines[0].split(separator: " ") == ["ID", "HLC", "DELETED", "PAYLOAD"], "\(listed)")
+        #expect(listed.lines.contains { $0.hasPrefix("N1  ") && $0.hasSuffix(#"{"done":true,"title":"eggs"}"#) }, "\(listed)")
+
+        let filtered = try ctl.run(["ls", "note", "--where", "done=false", "--json"]).json()
+        #expect(filtered["records"]?.arrayValue?.map { $0["id"] } == [.string(id)])
+        let byTitle = try ctl.run(["ls", "note", "--where", "title=from stdin", "--json"]).json()
+        #expect(byTitle["records"]?.arrayValue?.map { $0["id"] } == ["N2"])
+
+        // Paging: one record per page, with the hint, then every page.
+        let page = try ctl.run(["ls", "note", "--limit", "1"])
+        #expect(page.lines.count == 2 && page.stderr.contains("more records: ferryctl ls note --after "), "\(page)")
+        let all = try ctl.run(["ls", "note", "--limit", "1", "--follow-pages", "--json"])
+        let ids = try all.lines.flatMap { try JSONParser.parse($0)["records"]?.arrayValue ?? [] }.compactMap { $0["id"]?.stringValue }
+        #expect(Set(ids) == [id, "N1", "N2"] && ids.count == 3, "\(all)")
+
+        let removed = try ctl.run(["rm", "note", "N1"])
+        #expect(removed.status == 0 && removed.stdout.hasPrefix("deleted note/N1 in space private at "), "\(removed)")
+        let tombstone = try ctl.run(["get", "note", "N1"])
+        #expect(tombstone.status == 0 && tombstone.stdout.contains("deleted      yes\n"), "\(tombstone)")
+        #expect(try ctl.run(["ls", "note"]).lines.count == 3)
+        let withDeleted = try ctl.run(["ls", "note", "--all", "--order", "stamp"])
+        #expect(withDeleted.lines.count == 4 && withDeleted.lines.last?.hasPrefix("N1  ") == true, "\(withDeleted)")
+        #expect(withDeleted.lines.last?.split(separator: " ").suffix(2) == ["yes", "-"], "\(withDeleted)")
+    }
+
+    @Test func exitCodesForErrors() throws {
+        let (daemon, ctl) = try Self.start("ctl-errors")
+
+        let unknown = try ctl.run(["get", "note", "nope"])
+        #expect(unknown.status == 3 && unknown.stderr.contains("no record note/nope"), "\(unknown)")
+        let rmUnknown = try ctl.run(["rm", "note", "nope"])
+        #expect(rmUnknown.status == 3 && rmUnknown.stderr.contains("io.ferry.Store.NotFound"), "\(rmUnknown)")
+        let conflictsUnknown = try ctl.run(["conflicts", "note", "nope"])
+        #expect(conflictsUnknown.status == 3, "\(conflictsUnknown)")
+
+        let badEntity = try ctl.run(["put", "Not An Entity", "{}"])
+        #expect(badEntity.status == 1, "\(badEntity)")
+        #expect(badEntity.stderr.hasPrefix("ferryctl: io.ferry.Store.InvalidEntity: "), "\(badEntity)")
+
+        let badAttachment = try ctl.run(["put", "note", "{}", "--attach", String(repeating: "0", count: 64)])
+        #expect(badAttachment.status == 3 || badAttachment.status == 1, "\(badAttachment)")
+        #expect(badAttachment.stderr.contains("io.ferry.Store.AttachmentMissing"), "\(badAttachment)")
+
+        let badFilter = try ctl.run(["ls", "note", "--where", "nested.field=1"])
+        #expect(badFilter.status == 0 || badFilter.status == 1, "\(badFilter)")
+
+        let usage = try ctl.run(["ls"])
+        #expect(usage.status == 2, "\(usage)")
+
+        daemon.stop()
+        let stopped = try ctl.run(["status"])
+        #expect(stopped.status == 4, "\(stopped)")
+        #expect(stopped.stderr.contains("ferryd is not running (no socket at \(daemon.socketPath)): start it with"), "\(stopped)")
+        let version = try ctl.run(["version"])
+        #expect(version.status == 0 && version.stdout.hasPrefix("ferryctl "), "\(version)")
+    }
+
+    @Test func anotherUserGetsExit5() throws {
+        try #require(getuid() == 0, "this test switches to uid 65534 with setpriv and must run as root (CI does)")
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "setpriv (util-linux) is missing")
+        let (daemon, ctl) = try Self.start("ctl-uid")
+        defer { daemon.stop() }
+        // The binary must be reachable by the other user for the test to say anything.
+        let probe = try ctl.run(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+                                 ctl.executable, "help"], raw: true)
+        try #require(probe.status == 0, "uid 65534 cannot run \(ctl.executable): \(probe)")
+        let refused = try ctl.run(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+                                   ctl.executable, "--socket", daemon.socketPath, "status"], raw: true)
+        #expect(refused.status == 5, "\(refused)")
+        #expect(refused.stderr.contains("permission denied on \(daemon.socketPath)"), "\(refused)")
+        // Past the directory's permissions, ferryd's own peer-credential check says no: also 5.
+        chmod((daemon.socketPath as NSString).deletingLastPathComponent, 0o755)
+        chmod(daemon.socketPath, 0o666)
+        let checked = try ctl.run(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+                                   ctl.executable, "--socket", daemon.socketPath, "ls", "note"], raw: true)
+        #expect(checked.status == 5, "\(checked)")
+        #expect(try ctl.run(["status"]).status == 0, "the owner is still served")
+    }
+
+    // MARK: spaces, engine
+
+    @Test func spacesStatusOutboxSyncVersion() throws {
+        let (daemon, ctl) = try Self.start("ctl-engine")
+        defer { daemon.stop() }
+
+        let spaces = try ctl.run(["space", "ls"])
+        #expect(spaces.status == 0 && spaces.lines.count == 2 && spaces.lines[1].hasPrefix("private  private  "), "\(spaces)")
+        let created = try ctl.run(["space", "create", "team"])
+        #expect(created.status == 0 && created.stdout.contains("space team"), "\(created)")
+        let again = try ctl.run(["space", "create", "team"])
+        #expect(again.status == 1 && again.stderr.contains("io.ferry.Engine.SpaceExists"), "\(again)")
+        let spacesJSON = try ctl.run(["space", "ls", "--json"]).json()
+        #expect(Set(spacesJSON["spaces"]?.arrayValue?.compactMap { $0["name"]?.stringValue } ?? []) == ["private", "team"])
+
+        #expect(try ctl.run(["put", "note", "T1", #"{"in": "team"}"#, "--space", "team"]).status == 0)
+        #expect(try ctl.run(["get", "note", "T1"]).status == 3, "a record of team is not in the private space")
+        let inTeam = try ctl.run(["get", "note", "T1", "--space", "team", "--json"]).json()
+        #expect(inTeam["record"]?["space"] == "team")
+        let noSpace = try ctl.run(["ls", "note", "--space", "nope"])
+        #expect(noSpace.status == 1 && noSpace.stderr.contains("io.ferry.Store.SpaceNotFound"), "\(noSpace)")
+
+        let status = try ctl.run(["status"])
+        #expect(status.status == 0, "\(status)")
+        for text in ["node ", "version ", "records      1 live, 0 deleted", "private", "team", daemon.socketPath] {
+            #expect(status.stdout.contains(text), "'\(text)' missing: \(status)")
+        }
+        let statusJSON = try ctl.run(["status", "--json"]).json()
+        #expect(statusJSON["records"] == 1 && statusJSON["node"]?.stringValue?.count == 16, "\(statusJSON)")
+
+        let outbox = try ctl.run(["outbox", "--json"]).json()
+        #expect(outbox["entries"]?.arrayValue != nil, "\(outbox)")
+        let errors = try ctl.run(["outbox", "--errors"])
+        #expect(errors.status == 0 && errors.stdout.isEmpty && errors.stderr.contains("no rejected entries"), "\(errors)")
+
+        let sync = try ctl.run(["sync"])
+        #expect(sync.status == 0 && sync.stdout.hasPrefix("sync started"), "\(sync)")
+        #expect(try ctl.run(["sync", "--space", "team"]).status == 0)
+
+        let version = try ctl.run(["version"])
+        #expect(version.status == 0 && version.lines.count == 2 && version.lines[1].hasPrefix("ferryd "), "\(version)")
+
+        let conflicts = try ctl.run(["conflicts", "note", "T1", "--space", "team"])
+        #expect(conflicts.status == 0 && conflicts.stderr.contains("no losing versions"), "\(conflicts)")
+        let restoreBad = try ctl.run(["conflicts", "note", "T1", "--space", "team", "--restore", "not-a-stamp"])
+        #expect(restoreBad.status == 1 && restoreBad.stderr.contains("io.ferry.Store.InvalidStamp"), "\(restoreBad)")
+        let stamp = try #require(inTeam["record"]?["hlc"]?.stringValue)
+        let restoreUnknown = try ctl.run(["conflicts", "note", "T1", "--space", "team", "--restore", stamp])
+        #expect(restoreUnknown.status == 3, "no losing version has that stamp: \(restoreUnknown)")
+    }
+
+    // MARK: attachments
+
+    @Test func attachAndDetach() throws {
+        let (daemon, ctl) = try Self.start("ctl-attach")
+        defer { daemon.stop() }
+        let small = daemon.root + "/small.txt"
+        try Data("hello\n".utf8).write(to: URL(fileURLWithPath: small))
+        // Over the inline limit: ferryctl sends the path, and ferryd hands back its own copy's path.
+        let big = daemon.root + "/big.bin"
+        var generator = SystemRandomNumberGenerator()
+        try Data((0..<(5 << 20)).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(to: URL(fileURLWithPath: big))
+
+        for file in [small, big] {
+            let attached = try ctl.run(["attach", file])
+            #expect(attached.status == 0, "\(attached)")
+            let sha = attached.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(sha.count == 64 && sha.allSatisfy { $0.isHexDigit && !$0.isUppercase }, "\(attached)")
+            if FileManager.default.isExecutableFile(atPath: "/usr/bin/sha256sum") {
+                let expected = try ctl.run(["/usr/bin/sha256sum", file], raw: true).stdout.prefix(64)
+                #expect(sha == expected, "ferryd's sha256 of \(file)")
+            }
+            let output = file + ".out"
+            let detached = try ctl.run(["detach", sha, "-o", output])
+            #expect(detached.status == 0, "\(detached)")
+            #expect(FileManager.default.contents(atPath: output) == FileManager.default.contents(atPath: file))
+
+            let put = try ctl.run(["put", "doc", #"{"name": "with attachment"}"#, "--attach", sha, "--json"]).json()
+            #expect(put["record"]?["attachments"] == [.string(sha)])
+        }
+        let toStdout = try ctl.run(["detach", try ctl.run(["attach", small]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)])
+        #expect(toStdout.stdout == "hello\n", "\(toStdout)")
+        let fromStdin = try ctl.run(["attach", "-", "--json"], stdin: "piped bytes").json()
+        #expect(fromStdin["size"] == 11)
+
+        let unknown = try ctl.run(["detach", String(repeating: "a", count: 64)])
+        #expect(unknown.status == 3, "\(unknown)")
+        let missing = try ctl.run(["attach", daemon.root + "/no-such-file"])
+        #expect(missing.status == 1 && missing.stderr.contains("no-such-file"), "\(missing)")
+    }
+
+    // MARK: watch
+
+    @Test func watchFollowsAndResumesAcrossRestarts() throws {
+        let (daemon, ctl) = try Self.start("ctl-watch")
+        defer { daemon.stop() }
+
+        let text = try ctl.background(["watch"])
+        let json = try ctl.background(["watch", "--json", "--all-spaces"])
+        #expect(text.waitForStderr("watching changes after cursor 0"), "\(text.stderr)")
+        #expect(json.waitForLines(1), "\(json.stdout)")
+        #expect(try ctl.run(["space", "create", "team"]).status == 0)
+        #expect(try ctl.run(["put", "note", "W1", #"{"n": 1}"#]).status == 0)
+        #expect(try ctl.run(["put", "note", "W2", #"{"n": 2}"#, "--space", "team"]).status == 0)
+        #expect(try ctl.run(["rm", "note", "W1"]).status == 0)
+
+        #expect(text.waitForLines(2), "\(text.stdout)")
+        #expect(json.waitForLines(4), "\(json.stdout)")
+        text.interrupt()
+        json.interrupt()
+        #expect(text.lines == [#"1 private note W1 put {"n":1}"#, "3 private note W1 delete -"], "only the private space: \(text.stdout)")
+        let events = try json.lines.map { try JSONParser.parse($0) }
+        #expect(events.first == ["cursor": 0])
+        #expect(events.dropFirst().map { $0["record"]?["space"] } == ["private", "team", "private"])
+        #expect(events.dropFirst().map { $0["cursor"] } == [1, 2, 3])
+
+        // Filtered by entity, resumed from a cursor after a restart: nothing skipped, nothing repeated.
+        daemon.stop()
+        try daemon.start()
+        #expect(try ctl.run(["put", "task", "K1", #"{"n": 3}"#]).status == 0)
+        #expect(try ctl.run(["put", "note", "W3", #"{"n": 4}"#]).status == 0)
+        let resumed = try ctl.background(["watch", "--since", "1", "--entity", "note"])
+        #expect(resumed.waitForLines(2), "\(resumed.stdout)")
+        resumed.interrupt()
+        #expect(resumed.lines == ["3 private note W1 delete -", #"5 private note W3 put {"n":4}"#], "\(resumed.stdout)")
+
+        // The daemon going away ends the watch with exit 1 and how to resume.
+        let orphan = try ctl.background(["watch"])
+        #expect(orphan.waitForStderr("watching changes"), "\(orphan.stderr)")
+        daemon.stop()
+        let status = orphan.wait()
+        #expect(status == 1, "\(orphan.stderr)")
+        #expect(orphan.stderr.contains("ferryctl watch --since 5"), "\(orphan.stderr)")
+    }
+
+    // MARK: support
+
+    /// A started daemon and a ferryctl runner pointed at it.
+    private static func start(_ name: String) throws -> (DaemonHarness, CtlRunner) {
+        let daemon = try DaemonHarness(name: name)
+        try daemon.start()
+        return (daemon, try CtlRunner(socket: daemon.socketPath))
+    }
+}
+
+/// Runs the built ferryctl with `--socket` of one daemon and a clean environment.
+struct CtlRunner {
+    struct Result: CustomStringConvertible {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+        var description: String { "exit \(status)\n--- stdout\n\(stdout)--- stderr\n\(stderr)" }
+        var lines: [String] { stdout.split(separator: "\n").map(String.init) }
+        func json() throws -> JSONValue { try JSONParser.parse(stdout.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
+    let executable: String
+    let socket: String
+
+    init(socket: String) throws {
+        executable = try Executables.path("ferryctl")
+        self.socket = socket
+    }
+
+    /// `ferryctl --socket SOCKET arguments...`, or with `raw` the program in `arguments[0]`.
+    func run(_ arguments: [String], stdin: String = "", raw: Bool = false) throws -> Result {
+        let directory = NSTemporaryDirectory() + "ferryctl-it-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let process = try launch(arguments, raw: raw, directory: directory, stdin: stdin)
+        let deadline = Date().addingTimeInterval(60)
+        while process.isRunning && Date() < deadline { usleep(2_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus,
+                      stdout: (try? String(contentsOfFile: directory + "/out", encoding: .utf8)) ?? "",
+                      stderr: (try? String(contentsOfFile: directory + "/err", encoding: .utf8)) ?? "")
+    }
+
+    /// Starts `ferryctl --socket SOCKET arguments...` and returns at once (for `watch`).
+    func background(_ arguments: [String]) throws -> Background {
+        let directory = NSTemporaryDirectory() + "ferryctl-it-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return Background(process: try launch(arguments, raw: false, directory: directory, stdin: ""), directory: directory)
+    }
+
+    private func launch(_ arguments: [String], raw: Bool, directory: String, stdin: String) throws -> Process {
+        for (name, contents) in [("in", stdin), ("out", ""), ("err", "")] {
+            guard FileManager.default.createFile(atPath: directory + "/" + name, contents: Data(contents.utf8)) else {
+                throw HarnessError("cannot create \(directory)/\(name)")
+            }
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: raw ? arguments[0] : executable)
+        process.arguments = raw ? Array(arguments.dropFirst()) : ["--socket", socket] + arguments
+        process.environment = ["PATH": "/usr/bin:/bin"]
+        process.standardInput = FileHandle(forReadingAtPath: directory + "/in")
+        process.standardOutput = FileHandle(forWritingAtPath: directory + "/out")
+        process.standardError = FileHandle(forWritingAtPath: directory + "/err")
+        try process.run()
+        return process
+    }
+
+    /// A ferryctl still running, its output read back from files as it grows.
+    final class Background {
+        let process: Process
+        let directory: String
+
+        init(process: Process, directory: String) {
+            self.process = process
+            self.directory = directory
+        }
+
+        deinit {
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+
+        var stdout: String { (try? String(contentsOfFile: directory + "/out", encoding: .utf8)) ?? "" }
+        var stderr: String { (try? String(contentsOfFile: directory + "/err", encoding: .utf8)) ?? "" }
+        var lines: [String] { stdout.split(separator: "\n").map(String.init) }
+
+        /// Waits (up to 20 s) until stdout has at least `count` lines.
+        func waitForLines(_ count: Int) -> Bool { poll { self.lines.count >= count } }
+
+        /// Waits (up to 20 s) until stderr contains `text`.
+        func waitForStderr(_ text: String) -> Bool { poll { self.stderr.contains(text) } }
+
+        /// Ctrl-C, as a user stops `watch`; waits for the exit.
+        func interrupt() {
+            kill(process.processIdentifier, SIGINT)
+            process.waitUntilExit()
+        }
+
+        /// Waits (up to 20 s) for it to exit by itself; its exit status, or -1 if it did not.
+        func wait() -> Int32 {
+            guard poll({ !self.process.isRunning }) else { return -1 }
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+
+        private func poll(_ condition: () -> Bool) -> Bool {
+            let deadline = Date().addingTimeInterval(20)
+            while Date() < deadline {
+                if condition() { return true }
+                usleep(10_000)
+            }
+            return condition()
+        }
+    }
+}

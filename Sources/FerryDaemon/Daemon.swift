@@ -49,6 +49,7 @@ public enum Daemon {
     static func run(config: DaemonConfiguration, configPath: String, environment: [String: String]) async -> Int32 {
         let logger = Logger(level: config.logLevel)
         let started = Int64(Date().timeIntervalSince1970 * 1000)
+        raiseDescriptorLimit(to: config.maxConnections + 256)
 
         // One daemon per state directory.
         if mkdir(config.stateDirectory, 0o700) != 0 && errno != EEXIST {
@@ -160,6 +161,15 @@ public enum Daemon {
         logger.info("stopped")
         return 0
     }
+}
+
+/// Raises the soft limit on open descriptors (often 1,024) towards the hard limit, so that
+/// MaxConnections clients fit.
+func raiseDescriptorLimit(to wanted: Int) {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(wanted) else { return }
+    limit.rlim_cur = min(rlim_t(wanted), limit.rlim_max)
+    setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
 }
 
 /// Checks whether something already answers on a Unix socket path.

@@ -78,18 +78,36 @@ import FerryVarlink
         daemon.stop()
     }
 
+    /// 1,000 connections at once, each making a call. The connections are held by a child
+    /// process so that this test process never holds thousands of descriptors (Foundation's
+    /// Process.run misbehaves then, and other suites start processes concurrently).
     @Test func aThousandConnectionsAtOnce() async throws {
         let daemon = try DaemonHarness(name: "thousand")
         try daemon.start()
-        var sockets: [RawSocket] = []
-        for _ in 0..<1000 { sockets.append(try RawSocket(path: daemon.socketPath)) }
-        for (i, socket) in sockets.enumerated() {
-            socket.send(Self.call("io.ferry.Store.Get", #"{"entity":"note","id":"\#(i)"}"#))
-        }
-        var answered = 0
-        for socket in sockets where socket.receive()?.contains(#""parameters""#) == true { answered += 1 }
-        #expect(answered == 1000)
-        sockets.removeAll()
+        let script = """
+        import json, resource, socket, sys
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+        sockets = []
+        for i in range(1000):
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(30)
+            s.connect(sys.argv[1])
+            sockets.append(s)
+        for i, s in enumerate(sockets):
+            s.sendall(json.dumps({"method": "io.ferry.Store.Get", "parameters": {"entity": "note", "id": str(i)}}).encode() + b"\\0")
+        answered = 0
+        for s in sockets:
+            data = b""
+            while not data.endswith(b"\\0"):
+                chunk = s.recv(65536)
+                if not chunk: break
+                data += chunk
+            if b'"parameters"' in data and b'"error"' not in data: answered += 1
+        print("answered", answered)
+        """
+        let result = try runCommand("/usr/bin/python3", ["-c", script, daemon.socketPath], timeout: 120)
+        #expect(result.output.contains("answered 1000"), "\(result.output)")
         try await assertServing(daemon, "after 1,000 connections")
         daemon.stop()
     }

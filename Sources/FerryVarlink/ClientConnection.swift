@@ -1,0 +1,196 @@
+import FerryJSON
+import Glibc
+
+/// The loop side of a `VarlinkClient`: writes calls, reads replies and hands each reply
+/// to the oldest call still waiting (Varlink replies carry no ids; order is the match).
+// @unchecked Sendable: all mutable state is touched only on `loop`'s thread; the client
+// reaches it only through `loop.execute`.
+final class ClientConnection: @unchecked Sendable, EventLoopHandler {
+    /// Who waits for the next reply.
+    enum Pending {
+        case single(CheckedContinuation<Result<JSONValue, VarlinkClientError>, Never>)
+        case stream(AsyncThrowingStream<JSONValue, Error>.Continuation)
+    }
+
+    let loop: EventLoop
+    private let fd: Int32
+    private var token: UInt64 = 0
+    private var interest: UInt32 = 0
+    private var registered = false
+    private var framer: VarlinkFramer
+    private var outgoing = ByteQueue()
+    private var pending: [Pending] = []
+    private var pendingHead = 0
+    private var closedWith: VarlinkClientError?
+    /// The `VarlinkClient` is gone: close as soon as no reply is awaited.
+    private var closeWhenIdle = false
+    private let jsonLimits: JSONLimits
+    private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
+
+    init(loop: EventLoop, fd: Int32, maxMessageSize: Int) {
+        self.loop = loop
+        self.fd = fd
+        self.framer = VarlinkFramer(maxMessageSize: maxMessageSize)
+        self.jsonLimits = JSONLimits(maxBytes: maxMessageSize, maxDepth: 256)
+    }
+
+    deinit {
+        readBuffer.deallocate()
+    }
+
+    /// Registers with the loop. Loop thread; the first job the client submits.
+    func register() {
+        do {
+            token = try loop.register(fd, events: LinuxFunctions.epollIn, handler: self)
+            interest = LinuxFunctions.epollIn
+            registered = true
+        } catch {
+            Syscall.close(fd)
+            closedWith = .system(error)
+        }
+    }
+
+    /// Queues a call's bytes and who waits for its reply (`nil` for oneway).
+    /// - Returns: `nil` when queued, or the error the connection closed with.
+    func send(_ bytes: [UInt8], awaiting: Pending?) -> VarlinkClientError? {
+        if let closedWith { return closedWith }
+        outgoing.append(bytes)
+        if let awaiting { pending.append(awaiting) }
+        flush()
+        if let closedWith {
+            // The write failed; `close` already failed what was pending, including this call.
+            return awaiting == nil ? closedWith : nil
+        }
+        updateInterest()
+        return nil
+    }
+
+    func handleEvents(_ events: UInt32) {
+        if events & LinuxFunctions.epollIn != 0 || events & (LinuxFunctions.epollHup | LinuxFunctions.epollErr) != 0 {
+            readReplies()
+        }
+        if closedWith == nil && events & LinuxFunctions.epollOut != 0 { flush() }
+        if closedWith == nil { updateInterest() }
+    }
+
+    private func readReplies() {
+        while closedWith == nil {
+            let count: Int
+            do throws(SystemCallError) {
+                count = try Syscall.run("recv fd \(fd)") { recv(fd, readBuffer.baseAddress, readBuffer.count, 0) }
+            } catch where error.isWouldBlock {
+                return
+            } catch {
+                close(error.errno == ECONNRESET ? .connectionClosed : .system(error))
+                return
+            }
+            if count == 0 {
+                close(.connectionClosed)
+                return
+            }
+            framer.append(UnsafeRawBufferPointer(rebasing: readBuffer[0..<count]))
+            do {
+                while closedWith == nil, let frame = try framer.nextMessage() {
+                    deliver(frame)
+                }
+            } catch {
+                close(.protocolViolation(error.description))
+            }
+        }
+    }
+
+    private func deliver(_ frame: [UInt8]) {
+        let reply: VarlinkReplyMessage
+        do {
+            reply = try VarlinkReplyMessage.decode(frame, limits: jsonLimits)
+        } catch {
+            close(.protocolViolation(error.description))
+            return
+        }
+        guard pendingHead < pending.count else {
+            close(.protocolViolation("a reply arrived with no call waiting for it"))
+            return
+        }
+        switch pending[pendingHead] {
+        case let .single(continuation):
+            if reply.continues {
+                close(.protocolViolation("a reply with \"continues\" answered a call made without \"more\""))
+                return
+            }
+            popPending()
+            if let error = reply.varlinkError {
+                continuation.resume(returning: .failure(.remote(error)))
+            } else {
+                continuation.resume(returning: .success(.object(reply.parameters)))
+            }
+        case let .stream(continuation):
+            if let error = reply.varlinkError {
+                popPending()
+                continuation.finish(throwing: VarlinkClientError.remote(error))
+            } else if reply.continues {
+                continuation.yield(.object(reply.parameters))
+            } else {
+                popPending()
+                continuation.yield(.object(reply.parameters))
+                continuation.finish()
+            }
+        }
+    }
+
+    private func popPending() {
+        pendingHead += 1
+        if pendingHead == pending.count {
+            pending.removeAll(keepingCapacity: true)
+            pendingHead = 0
+            if closeWhenIdle { close() }
+        }
+    }
+
+    /// Closes now if no reply is awaited, else after the last one (streams included)
+    /// arrives. Loop thread.
+    func closeWhenNothingPending() {
+        closeWhenIdle = true
+        if pendingHead == pending.count { close() }
+    }
+
+    private func flush() {
+        guard registered, !outgoing.isEmpty else { return }
+        do {
+            _ = try outgoing.write(to: fd)
+        } catch {
+            close(error.errno == EPIPE || error.errno == ECONNRESET ? .connectionClosed : .system(error))
+        }
+    }
+
+    private func updateInterest() {
+        guard registered else { return }
+        var wanted = LinuxFunctions.epollIn
+        if !outgoing.isEmpty { wanted |= LinuxFunctions.epollOut }
+        guard wanted != interest else { return }
+        do {
+            try loop.modify(fd, token: token, events: wanted)
+            interest = wanted
+        } catch {
+            close(.system(error))
+        }
+    }
+
+    /// Closes the socket and fails every waiting call with `error`. Loop thread.
+    func close(_ error: VarlinkClientError = .connectionClosed) {
+        guard closedWith == nil else { return }
+        closedWith = error
+        if registered {
+            loop.deregisterAndClose(fd, token: token)
+            registered = false
+        }
+        let waiting = pending[pendingHead...]
+        pending = []
+        pendingHead = 0
+        for entry in waiting {
+            switch entry {
+            case let .single(continuation): continuation.resume(returning: .failure(error))
+            case let .stream(continuation): continuation.finish(throwing: error)
+            }
+        }
+    }
+}

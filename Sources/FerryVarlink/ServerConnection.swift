@@ -1,0 +1,262 @@
+import FerryJSON
+import Glibc
+
+/// One accepted client connection: reads and frames its calls, runs them one at a time
+/// (so replies leave in call order, and a `more` stream holds back later calls until it
+/// ends), and writes the replies.
+///
+/// Lives on the server's event-loop thread; handler tasks reach it only through
+/// `loop.execute` (`callFinished`, `deliverStreamed`) and the `ConnectionOutputState`.
+///
+/// Memory is bounded: the framer holds at most one message (`maxMessageSize`), reading
+/// pauses while a call runs and 64 KiB of later calls are buffered, and while the
+/// client leaves more than `outputBufferLimit` bytes of replies unread no further
+/// call starts.
+final class ServerConnection: EventLoopHandler {
+    let id: UInt64
+    let fd: Int32
+    var token: UInt64 = 0
+    var interest: UInt32 = 0
+    let peer: PeerCredentials?
+    private unowned let core: ServerCore
+    /// The peer policy refused this peer: answer its first message with
+    /// PermissionDenied and close.
+    private let refused: Bool
+    let output: ConnectionOutputState
+    private var framer: VarlinkFramer
+    private var outgoing = ByteQueue()
+    private var activeCall: (id: UInt64, task: Task<Void, Never>, isOneway: Locked<Bool>)?
+    private var nextCallID: UInt64 = 1
+    private var readClosed = false
+    private var closeWhenFlushed = false
+    private var draining = false
+    /// The client closed its end: nothing we write can arrive. Buffered calls still run
+    /// (so a oneway call sent just before exiting is not lost); replies are dropped.
+    private var peerGone = false
+    private(set) var closed = false
+
+    /// Later calls buffered while one runs before reading pauses.
+    private static let pipelineHighWater = 64 << 10
+    /// Reads per readiness event, so one busy client cannot starve the others.
+    private static let readsPerEvent = 16
+
+    init(id: UInt64, fd: Int32, peer: PeerCredentials?, refused: Bool, core: ServerCore) {
+        self.id = id
+        self.fd = fd
+        self.peer = peer
+        self.refused = refused
+        self.core = core
+        self.output = ConnectionOutputState(limit: core.configuration.outputBufferLimit)
+        self.framer = VarlinkFramer(maxMessageSize: core.configuration.maxMessageSize)
+    }
+
+    // MARK: - Readiness
+
+    func handleEvents(_ events: UInt32) {
+        if events & LinuxFunctions.epollErr != 0 {
+            close()
+            return
+        }
+        if events & LinuxFunctions.epollHup != 0 {
+            // For Unix sockets HUP means the peer closed both directions.
+            hangUp()
+            return
+        }
+        if events & (LinuxFunctions.epollIn | LinuxFunctions.epollRdHup) != 0 {
+            readInput(untilEndOfFile: events & LinuxFunctions.epollRdHup != 0)
+        }
+        if !closed && events & LinuxFunctions.epollOut != 0 { flush() }
+        if !closed { processInput() }
+        if !closed { updateInterest() }
+    }
+
+    private func readInput(untilEndOfFile: Bool) {
+        let buffer = core.readBuffer
+        var reads = 0
+        while !readClosed && (untilEndOfFile || reads < Self.readsPerEvent) {
+            if !untilEndOfFile && activeCall != nil && framer.bufferedByteCount >= Self.pipelineHighWater { break }
+            let count: Int
+            do throws(SystemCallError) {
+                count = try Syscall.run("recv fd \(fd)") { recv(fd, buffer.baseAddress, buffer.count, 0) }
+            } catch where error.isWouldBlock {
+                break
+            } catch {
+                if error.errno != ECONNRESET { core.log(.systemCallFailed(error)) }
+                readClosed = true
+                if !peerGone { close() }
+                return
+            }
+            if count == 0 {
+                readClosed = true
+                break
+            }
+            framer.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            reads += 1
+            if untilEndOfFile && framer.bufferedByteCount > core.configuration.maxMessageSize { break }
+        }
+    }
+
+    /// Starts the next buffered call when none is running.
+    func processInput() {
+        while !closed && activeCall == nil {
+            if draining {
+                closeWhenFlushed = true
+                flush()
+                return
+            }
+            if outgoing.count >= core.configuration.outputBufferLimit { return }
+            let frame: [UInt8]?
+            do {
+                frame = try framer.nextMessage()
+            } catch {
+                core.log(.protocolViolation(peer: peer, reason: error.description))
+                close()
+                return
+            }
+            guard let frame else {
+                if readClosed {
+                    closeWhenFlushed = true
+                    flush()
+                }
+                return
+            }
+            if refused {
+                enqueueFinal(VarlinkReplyMessage(.permissionDenied).encoded())
+                closeWhenFlushed = true
+                flush()
+                return
+            }
+            startCall(frame)
+        }
+    }
+
+    private func startCall(_ frame: [UInt8]) {
+        let callID = nextCallID
+        nextCallID += 1
+        let core = self.core
+        let connectionID = id
+        let channel = ReplyChannel(
+            output: output, slowPeerGrace: core.configuration.slowPeerGrace,
+            deliver: { bytes in
+                core.loop.execute { core.deliverStreamed(connectionID: connectionID, callID: callID, bytes: bytes) }
+            })
+        let service = core.service
+        let peer = self.peer
+        let limits = core.jsonLimits
+        let task = Task {
+            let outcome = await service.process(frame, peer: peer, channel: channel, limits: limits)
+            core.loop.execute { core.callFinished(connectionID: connectionID, callID: callID, outcome: outcome) }
+        }
+        activeCall = (callID, task, channel.isOneway)
+    }
+
+    // MARK: - Replies (loop thread, from handler tasks)
+
+    func callFinished(callID: UInt64, outcome: CallOutcome) {
+        guard !closed, let active = activeCall, active.id == callID else { return }
+        activeCall = nil
+        switch outcome {
+        case let .finished(finalReply):
+            if let finalReply { enqueueFinal(finalReply) }
+        case let .protocolViolation(reason):
+            core.log(.protocolViolation(peer: peer, reason: reason))
+            close()
+            return
+        }
+        if output.isTooSlow {
+            core.log(.slowPeerDisconnected(peer: peer))
+            closeWhenFlushed = true
+            core.closeLater(connectionID: id, after: core.configuration.slowPeerGrace)
+        }
+        flush()
+        if !closed { processInput() }
+        if !closed { updateInterest() }
+    }
+
+    func deliverStreamed(callID: UInt64, bytes: [UInt8]) {
+        guard !closed, !peerGone, activeCall?.id == callID else { return }
+        outgoing.append(bytes)
+        flush()
+        if !closed { updateInterest() }
+    }
+
+    private func enqueueFinal(_ bytes: [UInt8]) {
+        guard !peerGone else { return }
+        output.addUnconditionally(bytes.count)
+        outgoing.append(bytes)
+    }
+
+    private func flush() {
+        if !outgoing.isEmpty && !peerGone {
+            do {
+                let written = try outgoing.write(to: fd)
+                if written > 0 { output.didWrite(written) }
+            } catch {
+                if error.errno != EPIPE && error.errno != ECONNRESET { core.log(.systemCallFailed(error)) }
+                hangUp()
+                return
+            }
+        }
+        if (outgoing.isEmpty || peerGone) && closeWhenFlushed && activeCall == nil { close() }
+    }
+
+    /// The client closed its end (HUP, or a write failed with EPIPE): take what it sent
+    /// before leaving, stop watching the socket, drop replies, cancel the running call
+    /// unless it is oneway, and close once the buffered calls are done.
+    private func hangUp() {
+        guard !peerGone, !closed else { return }
+        if !readClosed { readInput(untilEndOfFile: true) }
+        guard !closed else { return }
+        peerGone = true
+        readClosed = true
+        outgoing = ByteQueue()
+        output.markClosed()
+        try? core.loop.pause(fd, token: token)
+        if let active = activeCall, !active.isOneway.withLock({ $0 }) { active.task.cancel() }
+        processInput()
+    }
+
+    private func updateInterest() {
+        guard !peerGone else { return }
+        var wanted: UInt32 = 0
+        if !readClosed {
+            wanted |= LinuxFunctions.epollRdHup
+            let room =
+                activeCall == nil
+                ? outgoing.count < core.configuration.outputBufferLimit
+                : framer.bufferedByteCount < Self.pipelineHighWater
+            if room && !closeWhenFlushed { wanted |= LinuxFunctions.epollIn }
+        }
+        if !outgoing.isEmpty { wanted |= LinuxFunctions.epollOut }
+        guard wanted != interest else { return }
+        do {
+            try core.loop.modify(fd, token: token, events: wanted)
+            interest = wanted
+        } catch {
+            core.log(.systemCallFailed(error))
+            close()
+        }
+    }
+
+    // MARK: - Shutdown
+
+    /// Finishes the running call (if any), then closes; starts no new call.
+    func drain() {
+        draining = true
+        if activeCall == nil {
+            closeWhenFlushed = true
+            flush()
+        }
+    }
+
+    /// Closes at once: cancels the running call's task and fails its sink.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        core.loop.deregisterAndClose(fd, token: token)
+        output.markClosed()
+        activeCall?.task.cancel()
+        activeCall = nil
+        core.connectionDidClose(id)
+    }
+}

@@ -1,0 +1,164 @@
+import FerryJSON
+import Glibc
+
+/// The running part of a `VarlinkServer`: the listener and every connection, all on one
+/// event-loop thread.
+// @unchecked Sendable: every mutable property is touched only on `loop`'s thread. Other
+// threads (handler tasks, the VarlinkServer actor) only call `loop.execute` with jobs
+// that capture this object, and read the immutable `let` properties.
+final class ServerCore: @unchecked Sendable, EventLoopHandler {
+    let loop: EventLoop
+    let service: VarlinkService
+    let configuration: VarlinkServerConfiguration
+    let jsonLimits: JSONLimits
+    private let peerPolicy: VarlinkPeerPolicy
+    private let logger: VarlinkServerLogger
+    /// Scratch space for `recv`, shared by all connections of this loop.
+    let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
+
+    private var listenerFD: Int32 = -1
+    private var listenerToken: UInt64 = 0
+    private var connections: [UInt64: ServerConnection] = [:]
+    private var nextConnectionID: UInt64 = 1
+    private var draining = false
+    private var drainWaiters: [CheckedContinuation<Void, Never>] = []
+
+    init(
+        loop: EventLoop, service: VarlinkService, configuration: VarlinkServerConfiguration,
+        peerPolicy: @escaping VarlinkPeerPolicy, logger: @escaping VarlinkServerLogger
+    ) {
+        self.loop = loop
+        self.service = service
+        self.configuration = configuration
+        self.jsonLimits = JSONLimits(maxBytes: configuration.maxMessageSize, maxDepth: configuration.maxJSONDepth)
+        self.peerPolicy = peerPolicy
+        self.logger = logger
+    }
+
+    deinit {
+        readBuffer.deallocate()
+    }
+
+    func log(_ event: VarlinkServerEvent) {
+        logger(event)
+    }
+
+    // MARK: - Listener (loop thread)
+
+    func startListening(_ fd: Int32) throws(SystemCallError) {
+        listenerFD = fd
+        listenerToken = try loop.register(fd, events: LinuxFunctions.epollIn, handler: self)
+    }
+
+    /// Readiness of the listening socket.
+    func handleEvents(_ events: UInt32) {
+        for _ in 0..<64 {
+            let fd: Int32?
+            do {
+                fd = try UnixSocket.accept(listenerFD)
+            } catch {
+                log(.systemCallFailed(error))
+                pauseAccepting()
+                return
+            }
+            guard let fd else { return }
+            adopt(fd)
+        }
+    }
+
+    /// After an accept failure such as EMFILE the listener stays readable; pause it
+    /// briefly instead of spinning.
+    private func pauseAccepting() {
+        guard listenerFD >= 0 else { return }
+        try? loop.modify(listenerFD, token: listenerToken, events: 0)
+        Task { [self] in
+            try? await Task.sleep(for: .milliseconds(100))
+            loop.execute { [self] in
+                guard listenerFD >= 0 else { return }
+                try? loop.modify(listenerFD, token: listenerToken, events: LinuxFunctions.epollIn)
+            }
+        }
+    }
+
+    private func adopt(_ fd: Int32) {
+        guard !draining, connections.count < configuration.maxConnections else {
+            if !draining { log(.connectionLimitReached(limit: configuration.maxConnections)) }
+            Syscall.close(fd)
+            return
+        }
+        let peer = try? UnixSocket.peerCredentials(fd)
+        let allowed = peer.map(peerPolicy) ?? false
+        if !allowed { log(.peerRefused(peer)) }
+        let id = nextConnectionID
+        nextConnectionID += 1
+        let connection = ServerConnection(id: id, fd: fd, peer: peer, refused: !allowed, core: self)
+        let events = LinuxFunctions.epollIn | LinuxFunctions.epollRdHup
+        do {
+            connection.token = try loop.register(fd, events: events, handler: connection)
+        } catch {
+            log(.systemCallFailed(error))
+            Syscall.close(fd)
+            return
+        }
+        connection.interest = events
+        connections[id] = connection
+    }
+
+    // MARK: - Jobs from handler tasks (loop thread)
+
+    func callFinished(connectionID: UInt64, callID: UInt64, outcome: CallOutcome) {
+        connections[connectionID]?.callFinished(callID: callID, outcome: outcome)
+    }
+
+    func deliverStreamed(connectionID: UInt64, callID: UInt64, bytes: [UInt8]) {
+        connections[connectionID]?.deliverStreamed(callID: callID, bytes: bytes)
+    }
+
+    func closeLater(connectionID: UInt64, after delay: Duration) {
+        Task { [self] in
+            try? await Task.sleep(for: delay)
+            loop.execute { [self] in connections[connectionID]?.close() }
+        }
+    }
+
+    func connectionDidClose(_ id: UInt64) {
+        connections[id] = nil
+        if draining && connections.isEmpty {
+            let waiters = drainWaiters
+            drainWaiters = []
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
+    var connectionCount: Int { connections.count }
+
+    // MARK: - Shutdown (loop thread unless noted)
+
+    /// Stops accepting and lets every connection finish its running call, then close.
+    func beginDrain() {
+        draining = true
+        if listenerFD >= 0 {
+            loop.deregisterAndClose(listenerFD, token: listenerToken)
+            listenerFD = -1
+        }
+        for connection in Array(connections.values) { connection.drain() }
+    }
+
+    /// Closes every connection now, cancelling running calls.
+    func closeAll() {
+        for connection in Array(connections.values) { connection.close() }
+    }
+
+    /// Returns once `beginDrain` was called and every connection has closed. Any thread.
+    func waitUntilDrained() async {
+        await withCheckedContinuation { continuation in
+            loop.execute { [self] in
+                if draining && connections.isEmpty {
+                    continuation.resume()
+                } else {
+                    drainWaiters.append(continuation)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import FerryJSON
+
+/// A reply as sent on the wire: `{"parameters": {...}, "continues": true}` or
+/// `{"error": "iface.Error", "parameters": {...}}`.
+public struct VarlinkReplyMessage: Sendable, Hashable {
+    public var parameters: [String: JSONValue]
+    /// More replies to the same call follow.
+    public var continues: Bool
+    /// Set when the call failed: the fully qualified error name.
+    public var error: String?
+
+    public init(parameters: [String: JSONValue] = [:], continues: Bool = false, error: String? = nil) {
+        self.parameters = parameters
+        self.continues = continues
+        self.error = error
+    }
+
+    /// An error reply carrying `error`'s name and parameters.
+    public init(_ error: VarlinkError) {
+        self.init(parameters: error.parameters, continues: false, error: error.name)
+    }
+
+    /// The error this reply carries, if it is an error reply.
+    public var varlinkError: VarlinkError? {
+        error.map { VarlinkError($0, parameters: parameters) }
+    }
+
+    /// Decodes one framed message (without its NUL).
+    /// - Throws: `VarlinkMessageError` for non-JSON, non-objects, or wrongly typed fields.
+    public static func decode(
+        _ bytes: [UInt8], limits: JSONLimits = .default
+    ) throws(VarlinkMessageError) -> VarlinkReplyMessage {
+        let object = try VarlinkWire.decodeObject(bytes, limits: limits)
+        var error: String?
+        switch object["error"] {
+        case nil, .null?: error = nil
+        case let .string(name)?: error = name
+        default: throw .wrongFieldType(field: "error", expected: "a string")
+        }
+        return VarlinkReplyMessage(
+            parameters: try VarlinkWire.parameters(in: object),
+            continues: try VarlinkWire.flag("continues", in: object),
+            error: error)
+    }
+
+    /// The wire form including the NUL terminator; `continues` is written only when true.
+    public func encoded() -> [UInt8] {
+        var object: [String: JSONValue] = ["parameters": .object(parameters)]
+        if continues { object["continues"] = true }
+        if let error { object["error"] = .string(error) }
+        var bytes = JSONWriter.serialize(.object(object))
+        bytes.append(0)
+        return bytes
+    }
+}

@@ -1,0 +1,51 @@
+import FerryJSON
+
+/// Where a method handler sends the intermediate replies of a `more` call.
+///
+/// Each `send` queues one reply with `"continues": true` on the connection, in order,
+/// before the final reply (the handler's return value). Memory per connection is
+/// bounded: when the client does not read and the queued replies exceed the server's
+/// `outputBufferLimit`, `send` waits up to `slowPeerGrace` for room and then throws
+/// `VarlinkSinkError.peerTooSlow`; nothing is dropped silently. When the client goes
+/// away, `send` throws `.peerGone` and the handler's task is cancelled.
+public final class VarlinkReplySink: Sendable {
+    private let channel: ReplyChannel
+    /// Intermediate replies are allowed (`more` without `oneway`).
+    private let streaming: Bool
+    /// Replies are suppressed (`oneway`): `send` succeeds without sending.
+    private let suppressed: Bool
+    private let finished = Locked(false)
+
+    init(channel: ReplyChannel, more: Bool, oneway: Bool) {
+        self.channel = channel
+        self.streaming = more && !oneway
+        self.suppressed = oneway
+    }
+
+    /// False once the client has disconnected.
+    public var isPeerConnected: Bool { !channel.output.isClosed }
+
+    /// Queues an intermediate reply (`"continues": true`) for a `more` call.
+    ///
+    /// For a `oneway` call it does nothing: the spec forbids any reply.
+    /// - Throws: `VarlinkSinkError.notStreaming` when the call was made without `more`;
+    ///   `.peerGone` when the client disconnected; `.peerTooSlow` when the outgoing
+    ///   buffer stayed full for the grace period; `.callFinished` after the handler returned.
+    public func send(_ parameters: [String: JSONValue]) async throws(VarlinkSinkError) {
+        if finished.withLock({ $0 }) { throw .callFinished }
+        if suppressed { return }
+        guard streaming else { throw .notStreaming }
+        let bytes = VarlinkReplyMessage(parameters: parameters, continues: true).encoded()
+        switch await channel.output.reserve(bytes.count, grace: channel.slowPeerGrace) {
+        case .success:
+            channel.deliver(bytes)
+        case let .failure(error):
+            throw error
+        }
+    }
+
+    /// Marks the call finished; later `send`s throw `.callFinished`.
+    func finish() {
+        finished.withLock { $0 = true }
+    }
+}

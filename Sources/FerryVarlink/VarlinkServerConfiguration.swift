@@ -1,0 +1,26 @@
+import Glibc
+
+/// Limits and modes of a `VarlinkServer`.
+public struct VarlinkServerConfiguration: Sendable {
+    /// Largest message accepted from a client (without its NUL); a bigger one closes the
+    /// connection. Varlink's customary limit: 16 MiB.
+    public var maxMessageSize: Int = 16 << 20
+    /// Deepest JSON nesting accepted in a call; deeper calls close the connection.
+    public var maxJSONDepth: Int = 256
+    /// Per-connection cap on reply bytes queued but not yet read by the client. Streamed
+    /// replies beyond it wait, then fail with `VarlinkSinkError.peerTooSlow`.
+    public var outputBufferLimit: Int = 4 << 20
+    /// How long a streamed reply waits for room before the peer counts as too slow, and
+    /// how long a too-slow peer gets to read the final reply before it is disconnected.
+    public var slowPeerGrace: Duration = .seconds(5)
+    /// Connections beyond this are closed as soon as they are accepted.
+    public var maxConnections: Int = 4096
+    /// Mode of the socket file the server creates.
+    public var socketMode: mode_t = 0o600
+    /// Mode of the directories the server creates for the socket.
+    public var directoryMode: mode_t = 0o700
+    /// `listen(2)` backlog.
+    public var backlog: Int32 = 1024
+
+    public init() {}
+}

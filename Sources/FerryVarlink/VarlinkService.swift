@@ -1,0 +1,139 @@
+import FerryJSON
+
+/// The set of interfaces a server provides, each with its definition and method
+/// handlers, plus the built-in `org.varlink.service`.
+///
+/// Build it up with `register` before handing it to a `VarlinkServer`; it is a value, so
+/// the server works on a frozen copy.
+public struct VarlinkService: Sendable {
+    /// What `org.varlink.service.GetInfo` reports.
+    public struct Info: Sendable, Hashable {
+        public var vendor: String
+        public var product: String
+        public var version: String
+        public var url: String
+
+        public init(vendor: String, product: String, version: String, url: String) {
+            self.vendor = vendor
+            self.product = product
+            self.version = version
+            self.url = url
+        }
+    }
+
+    public let info: Info
+    private var interfaces: [String: VarlinkInterface] = [:]
+    private var methods: [String: [String: VarlinkMethod]] = [:]
+    /// Interface names in registration order, `org.varlink.service` first.
+    public private(set) var interfaceNames: [String] = []
+
+    public init(info: Info) {
+        self.info = info
+        let builtin = VarlinkServiceInterface.interface
+        interfaces[builtin.name] = builtin
+        interfaceNames.append(builtin.name)
+    }
+
+    public init(vendor: String, product: String, version: String, url: String) {
+        self.init(info: Info(vendor: vendor, product: product, version: version, url: url))
+    }
+
+    /// Adds an interface from its definition text and the handlers of its methods.
+    ///
+    /// Methods the definition declares but `methods` lacks answer
+    /// `org.varlink.service.MethodNotImplemented`.
+    /// - Returns: the parsed interface.
+    /// - Throws: `VarlinkServiceError` if the definition does not parse, the interface is
+    ///   already registered, or a handler names a method the definition lacks.
+    @discardableResult
+    public mutating func register(
+        _ definition: String, methods handlers: [String: VarlinkMethod]
+    ) throws(VarlinkServiceError) -> VarlinkInterface {
+        let interface: VarlinkInterface
+        do {
+            interface = try VarlinkInterface.parse(definition)
+        } catch {
+            throw .invalidDefinition(error)
+        }
+        guard interfaces[interface.name] == nil else { throw .duplicateInterface(interface.name) }
+        for name in handlers.keys where interface.methods[name] == nil {
+            throw .unknownMethod(interface: interface.name, method: name)
+        }
+        interfaces[interface.name] = interface
+        methods[interface.name] = handlers
+        interfaceNames.append(interface.name)
+        return interface
+    }
+
+    /// The registered interface called `name`, including `org.varlink.service`.
+    public func interface(named name: String) -> VarlinkInterface? {
+        interfaces[name]
+    }
+
+    /// What to do with one decoded call.
+    enum Resolution: Sendable {
+        /// Answer at once with these reply parameters (built-in methods).
+        case reply([String: JSONValue])
+        /// Answer at once with this error.
+        case failure(VarlinkError)
+        /// Run this handler with this call.
+        case handler(VarlinkMethod, VarlinkCall)
+    }
+
+    /// Resolves a call to a handler or an immediate answer, checking in order: interface,
+    /// method in the definition, `upgrade` (not supported), handler, `more` when
+    /// required, and the parameters against the input signature.
+    func resolve(_ message: VarlinkCallMessage, peer: PeerCredentials?) -> Resolution {
+        let interfaceName = message.interfaceName
+        guard let interface = interfaces[interfaceName] else {
+            return .failure(.interfaceNotFound(interfaceName))
+        }
+        let methodName = message.methodName
+        guard let signature = interface.methods[methodName] else {
+            return .failure(.methodNotFound(message.method))
+        }
+        if message.upgrade {
+            // Connection upgrades are not implemented; refusing is the only safe answer
+            // because a client that asked for one would switch protocols after our reply.
+            return .failure(.invalidParameter("upgrade"))
+        }
+        if interfaceName == VarlinkServiceInterface.name {
+            if let invalid = interface.invalidParameter(in: message.parameters, for: signature.input) {
+                return .failure(.invalidParameter(invalid))
+            }
+            return builtin(methodName, message.parameters)
+        }
+        guard let method = methods[interfaceName]?[methodName] else {
+            return .failure(.methodNotImplemented(message.method))
+        }
+        if method.requiresMore && !message.more {
+            return .failure(.expectedMore)
+        }
+        if let invalid = interface.invalidParameter(in: message.parameters, for: signature.input) {
+            return .failure(.invalidParameter(invalid))
+        }
+        let call = VarlinkCall(
+            interface: interfaceName, method: methodName, parameters: message.parameters,
+            oneway: message.oneway, more: message.more, peer: peer)
+        return .handler(method, call)
+    }
+
+    private func builtin(_ method: String, _ parameters: [String: JSONValue]) -> Resolution {
+        switch method {
+        case "GetInfo":
+            return .reply([
+                "vendor": .string(info.vendor),
+                "product": .string(info.product),
+                "version": .string(info.version),
+                "url": .string(info.url),
+                "interfaces": .array(interfaceNames.map(JSONValue.string)),
+            ])
+        case "GetInterfaceDescription":
+            let name = parameters["interface"]?.stringValue ?? ""
+            guard let interface = interfaces[name] else { return .failure(.interfaceNotFound(name)) }
+            return .reply(["description": .string(interface.description)])
+        default:
+            return .failure(.methodNotImplemented("\(VarlinkServiceInterface.name).\(method)"))
+        }
+    }
+}

@@ -1,0 +1,89 @@
+import FerryJSON
+import Testing
+
+@testable import FerryVarlink
+
+@Suite struct VarlinkMessageTests {
+    private func call(_ text: String) throws(VarlinkMessageError) -> VarlinkCallMessage {
+        try VarlinkCallMessage.decode(Array(text.utf8))
+    }
+
+    @Test func decodesAFullCall() throws {
+        let message = try call(
+            #"{"method":"org.example.more.Ping","parameters":{"ping":"x"},"oneway":false,"more":true,"upgrade":null,"org.vendor":{"x":1}}"#)
+        #expect(message.method == "org.example.more.Ping")
+        #expect(message.interfaceName == "org.example.more")
+        #expect(message.methodName == "Ping")
+        #expect(message.parameters == ["ping": "x"])
+        #expect(message.more && !message.oneway && !message.upgrade)
+    }
+
+    @Test func absentOrNullParametersMeanEmpty() throws {
+        #expect(try call(#"{"method":"a.b.C"}"#).parameters == [:])
+        #expect(try call(#"{"method":"a.b.C","parameters":null}"#).parameters == [:])
+    }
+
+    @Test func rejectsMalformedCalls() {
+        #expect(throws: VarlinkMessageError.missingField("method")) { try call(#"{"parameters":{}}"#) }
+        #expect(throws: VarlinkMessageError.wrongFieldType(field: "method", expected: "a string")) {
+            try call(#"{"method":7}"#)
+        }
+        #expect(throws: VarlinkMessageError.invalidMethodName("Ping")) { try call(#"{"method":"Ping"}"#) }
+        #expect(throws: VarlinkMessageError.invalidMethodName("org.example.ping")) {
+            try call(#"{"method":"org.example.ping"}"#)
+        }
+        #expect(throws: VarlinkMessageError.wrongFieldType(field: "parameters", expected: "an object")) {
+            try call(#"{"method":"a.b.C","parameters":[1]}"#)
+        }
+        #expect(throws: VarlinkMessageError.wrongFieldType(field: "more", expected: "a boolean")) {
+            try call(#"{"method":"a.b.C","more":"yes"}"#)
+        }
+        #expect(throws: VarlinkMessageError.notAnObject("array")) { try call("[1,2]") }
+        #expect(throws: VarlinkMessageError.self) { try call("hello") }
+        #expect(throws: VarlinkMessageError.self) { try call("") }
+    }
+
+    @Test func malformedCallsNameTheFieldForInvalidParameter() {
+        #expect(VarlinkMessageError.missingField("method").offendingField == "method")
+        #expect(VarlinkMessageError.invalidMethodName("x").offendingField == "method")
+        #expect(VarlinkMessageError.wrongFieldType(field: "oneway", expected: "").offendingField == "oneway")
+        #expect(VarlinkMessageError.notAnObject("array").offendingField == nil)
+    }
+
+    @Test func deepNestingIsATypedError() {
+        let deep = #"{"method":"a.b.C","parameters":{"v":"# + String(repeating: "[", count: 10_000)
+            + String(repeating: "]", count: 10_000) + "}}"
+        #expect {
+            try call(deep)
+        } throws: { error in
+            guard case let .invalidJSON(json) = error as? VarlinkMessageError else { return false }
+            return json.kind == .tooDeep
+        }
+    }
+
+    @Test func callRoundTripsWithOnlyTrueFlags() throws {
+        let original = VarlinkCallMessage(method: "org.example.X", parameters: ["a": [1, 2.5, "s", nil]], oneway: true)
+        var bytes = original.encoded()
+        #expect(bytes.last == 0)
+        bytes.removeLast()
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(!text.contains("more") && !text.contains("upgrade") && text.contains(#""oneway":true"#))
+        #expect(try VarlinkCallMessage.decode(bytes) == original)
+    }
+
+    @Test func repliesRoundTrip() throws {
+        for reply in [
+            VarlinkReplyMessage(parameters: ["n": 1], continues: true),
+            VarlinkReplyMessage(parameters: [:]),
+            VarlinkReplyMessage(.invalidParameter("path")),
+        ] {
+            var bytes = reply.encoded()
+            bytes.removeLast()
+            #expect(try VarlinkReplyMessage.decode(bytes) == reply)
+        }
+        let error = try VarlinkReplyMessage.decode(
+            Array(#"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"x"}}"#.utf8))
+        #expect(error.varlinkError == .invalidParameter("x"))
+        #expect(try VarlinkReplyMessage.decode(Array(#"{"error":"a.b.E"}"#.utf8)).varlinkError == VarlinkError("a.b.E"))
+    }
+}

@@ -1,0 +1,89 @@
+import FerryJSON
+import Testing
+
+@testable import FerryVarlink
+
+/// The sink's contract without sockets: what it sends, when it refuses, and how the
+/// outgoing-buffer cap turns into waiting and then `peerTooSlow`.
+@Suite struct VarlinkReplySinkTests {
+    final class Delivered: Sendable {
+        let messages = Locked<[[UInt8]]>([])
+        var count: Int { messages.withLock { $0.count } }
+    }
+
+    private func makeSink(
+        limit: Int = 1 << 20, grace: Duration = .seconds(5), more: Bool = true, oneway: Bool = false
+    ) -> (VarlinkReplySink, ConnectionOutputState, Delivered) {
+        let output = ConnectionOutputState(limit: limit)
+        let delivered = Delivered()
+        let channel = ReplyChannel(output: output, slowPeerGrace: grace) { bytes in
+            delivered.messages.withLock { $0.append(bytes) }
+        }
+        return (VarlinkReplySink(channel: channel, more: more, oneway: oneway), output, delivered)
+    }
+
+    @Test func sendsContinuesReplies() async throws {
+        let (sink, output, delivered) = makeSink()
+        try await sink.send(["n": 1])
+        let bytes = try #require(delivered.messages.withLock { $0.first })
+        #expect(try VarlinkReplyMessage.decode(Array(bytes.dropLast())) == VarlinkReplyMessage(parameters: ["n": 1], continues: true))
+        #expect(output.queuedBytes == bytes.count)
+    }
+
+    @Test func refusesOutsideAStream() async {
+        let (plain, _, _) = makeSink(more: false)
+        await #expect(throws: VarlinkSinkError.notStreaming) { try await plain.send(["n": 1]) }
+        let (oneway, _, delivered) = makeSink(more: true, oneway: true)
+        await #expect(throws: Never.self) { try await oneway.send(["n": 1]) }
+        #expect(delivered.count == 0)
+        let (finished, _, _) = makeSink()
+        finished.finish()
+        await #expect(throws: VarlinkSinkError.callFinished) { try await finished.send(["n": 1]) }
+    }
+
+    @Test func reportsAPeerThatLeft() async {
+        let (sink, output, _) = makeSink()
+        #expect(sink.isPeerConnected)
+        output.markClosed()
+        #expect(!sink.isPeerConnected)
+        await #expect(throws: VarlinkSinkError.peerGone) { try await sink.send(["n": 1]) }
+    }
+
+    @Test func waitsForRoomThenReportsTooSlow() async throws {
+        let (sink, output, delivered) = makeSink(limit: 100, grace: .milliseconds(100))
+        let payload: [String: JSONValue] = ["data": .string(String(repeating: "x", count: 60))]
+        try await sink.send(payload)  // an empty buffer always takes one message
+        let size = output.queuedBytes
+        let started = ContinuousClock.now
+        await #expect(throws: VarlinkSinkError.peerTooSlow(limit: 100)) { try await sink.send(payload) }
+        #expect(ContinuousClock.now - started >= .milliseconds(100))
+        #expect(delivered.count == 1)
+        // Once too slow, it stays too slow: the call must end.
+        output.didWrite(size)
+        await #expect(throws: VarlinkSinkError.peerTooSlow(limit: 100)) { try await sink.send(payload) }
+    }
+
+    @Test func resumesWhenThePeerReads() async throws {
+        let (sink, output, delivered) = makeSink(limit: 100, grace: .seconds(10))
+        let payload: [String: JSONValue] = ["data": .string(String(repeating: "x", count: 60))]
+        try await sink.send(payload)
+        let size = output.queuedBytes
+        let second = Task { try await sink.send(payload) }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(delivered.count == 1)
+        output.didWrite(size)
+        try await second.value
+        #expect(delivered.count == 2)
+        #expect(output.queuedBytes == size)
+    }
+
+    @Test func closingWakesAWaitingSender() async throws {
+        let (sink, output, _) = makeSink(limit: 100, grace: .seconds(10))
+        let payload: [String: JSONValue] = ["data": .string(String(repeating: "x", count: 60))]
+        try await sink.send(payload)
+        let second = Task { try await sink.send(payload) }
+        try await Task.sleep(for: .milliseconds(50))
+        output.markClosed()
+        await #expect(throws: VarlinkSinkError.peerGone) { try await second.value }
+    }
+}

@@ -1,0 +1,368 @@
+import FerryJSON
+import Foundation
+import Glibc
+import Testing
+
+@testable import FerryVarlink
+
+@Suite struct VarlinkServerTests {
+    @Test func createsAPrivateSocket() async throws {
+        try await withTestServer { server in
+            var status = stat()
+            #expect(stat(server.path, &status) == 0)
+            #expect(status.st_mode & S_IFMT == S_IFSOCK)
+            #expect(status.st_mode & 0o777 == 0o600)
+            #expect(stat(server.directory.path + "/run", &status) == 0)
+            #expect(status.st_mode & 0o777 == 0o700)
+        }
+    }
+
+    @Test func removesTheSocketOnStop() async throws {
+        let server = try await TestServer.start()
+        await server.server.stop()
+        #expect(access(server.path, F_OK) != 0)
+        #expect(throws: VarlinkClientError.self) { try server.client() }
+        server.directory.remove()
+    }
+
+    @Test func servesGetInfoAndDescriptions() async throws {
+        try await withTestServer { server in
+            let client = try server.client()
+            let info = try await client.call("org.varlink.service.GetInfo")
+            #expect(info["interfaces"] == ["org.varlink.service", "org.ferry.test"])
+            let own = try await client.call(
+                "org.varlink.service.GetInterfaceDescription", ["interface": "org.varlink.service"])
+            #expect(own["description"]?.stringValue?.contains("error ExpectedMore ()") == true)
+            let test = try await client.call("org.varlink.service.GetInterfaceDescription", ["interface": "org.ferry.test"])
+            #expect(test["description"] == .string(TestInterface.definition))
+        }
+    }
+
+    @Test func answersEveryStandardErrorOverTheWire() async throws {
+        try await withTestServer { server in
+            let client = try server.client()
+            let cases: [(String, [String: JSONValue], VarlinkError)] = [
+                ("org.nothing.Here", [:], .interfaceNotFound("org.nothing")),
+                ("org.ferry.test.Missing", [:], .methodNotFound("org.ferry.test.Missing")),
+                ("org.ferry.test.Unimplemented", [:], .methodNotImplemented("org.ferry.test.Unimplemented")),
+                ("org.ferry.test.Add", ["a": 1, "b": "two"], .invalidParameter("b")),
+                ("org.ferry.test.Add", ["a": 1], .invalidParameter("b")),
+                ("org.ferry.test.Add", ["a": 1, "b": 2, "c": 3], .invalidParameter("c")),
+                ("org.ferry.test.Count", ["count": 3], .expectedMore),
+                ("org.ferry.test.Fail", ["detail": "boom"], VarlinkError("org.ferry.test.Custom", parameters: ["detail": "boom"])),
+            ]
+            for (method, parameters, expected) in cases {
+                do throws(VarlinkClientError) {
+                    _ = try await client.call(method, parameters)
+                    Issue.record("\(method) succeeded")
+                } catch {
+                    #expect(error == .remote(expected), "\(method)")
+                }
+            }
+            // The connection survives all of them.
+            #expect(try await client.call("org.ferry.test.Add", ["a": 2, "b": 3]) == ["sum": 5])
+        }
+    }
+
+    @Test func refusedPeerGetsPermissionDenied() async throws {
+        try await withTestServer(peerPolicy: { $0.userID == UInt32.max }) { server in
+            let client = try server.client()
+            do throws(VarlinkClientError) {
+                _ = try await client.call("org.ferry.test.Add", ["a": 1, "b": 2])
+                Issue.record("refused peer was served")
+            } catch {
+                #expect(error == .remote(.permissionDenied))
+            }
+            do throws(VarlinkClientError) {
+                _ = try await client.call("org.ferry.test.Add", ["a": 1, "b": 2])
+                Issue.record("refused peer's connection stayed open")
+            } catch {
+                #expect(error == .connectionClosed)
+            }
+            let logged = await server.recorder.waitFor { $0.hasPrefix("log: refused peer") }
+            #expect(logged == "log: refused peer pid \(getpid()) uid \(getuid()) gid \(getgid())")
+        }
+    }
+
+    @Test func pipelinedCallsAreAnsweredInOrder() async throws {
+        try await withTestServer { server in
+            let raw = try server.raw()
+            var batch: [UInt8] = []
+            batch += VarlinkCallMessage.test("Sleep", ["milliseconds": 200, "tag": "slow"]).encoded()
+            batch += VarlinkCallMessage.test("Add", ["a": 1, "b": 1]).encoded()
+            batch += VarlinkCallMessage.test("Sleep", ["milliseconds": 0, "tag": "fast"]).encoded()
+            await raw.send(batch)
+            #expect(await raw.readReply()?.parameters == ["tag": "slow"])
+            #expect(await raw.readReply()?.parameters == ["sum": 2])
+            #expect(await raw.readReply()?.parameters == ["tag": "fast"])
+        }
+    }
+
+    @Test func concurrentClientCallsGetTheirOwnReplies() async throws {
+        try await withTestServer { server in
+            let client = try server.client()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<50 {
+                    group.addTask {
+                        let reply = try await client.call(
+                            "org.ferry.test.Sleep", ["milliseconds": .int(Int64(index % 3)), "tag": .string("t\(index)")])
+                        #expect(reply["tag"] == .string("t\(index)"))
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+    }
+
+    @Test func streamsRepliesWithContinues() async throws {
+        try await withTestServer { server in
+            let client = try server.client()
+            var indexes: [Int64] = []
+            for try await reply in client.callMore("org.ferry.test.Count", ["count": 5]) {
+                indexes.append(reply["index"]?.intValue ?? -1)
+            }
+            #expect(indexes == [0, 1, 2, 3, 4])
+
+            let raw = try server.raw()
+            await raw.sendCall(.test("Count", ["count": 3], more: true))
+            await raw.sendCall(.test("Add", ["a": 1, "b": 2]))
+            let first = await raw.readReply()
+            #expect(first?.continues == true && first?.parameters == ["index": 0])
+            #expect(await raw.readReply()?.continues == true)
+            let last = await raw.readReply()
+            #expect(last?.continues == false && last?.parameters == ["index": 2])
+            #expect(await raw.readReply()?.parameters == ["sum": 3])
+        }
+    }
+
+    @Test func streamOutlivesItsClient() async throws {
+        try await withTestServer { server in
+            let stream = try server.client().callMore("org.ferry.test.Count", ["count": 3])
+            var count = 0
+            for try await _ in stream { count += 1 }
+            #expect(count == 3)
+            #expect(await eventually { await server.server.connectionCount() == 0 })
+        }
+    }
+
+    @Test func moreCallToAPlainMethodGetsOneReply() async throws {
+        try await withTestServer { server in
+            let client = try server.client()
+            var replies: [JSONValue] = []
+            for try await reply in client.callMore("org.ferry.test.Add", ["a": 1, "b": 2]) {
+                replies.append(reply)
+            }
+            #expect(replies == [["sum": 3]])
+            var failure: (any Error)?
+            do {
+                for try await _ in client.callMore("org.ferry.test.Count", ["count": 0]) {}
+            } catch {
+                failure = error
+            }
+            #expect(failure as? VarlinkClientError == .remote(.invalidParameter("count")))
+        }
+    }
+
+    @Test func onewayCallsGetNoReply() async throws {
+        try await withTestServer { server in
+            let client = try server.client()
+            try await client.oneway("org.ferry.test.Record", ["value": "one"])
+            try await client.oneway("org.ferry.test.Record", ["value": "two"])
+            #expect(try await client.call("org.ferry.test.Recorded") == ["values": ["one", "two"]])
+
+            let raw = try server.raw()
+            await raw.sendCall(.test("Record", ["value": "three"], oneway: true))
+            await raw.sendCall(.test("Missing", oneway: true))
+            await raw.sendCall(.test("Add", ["a": "bad"], oneway: true))
+            await raw.sendCall(.test("Add", ["a": 4, "b": 4]))
+            #expect(await raw.readReply()?.parameters == ["sum": 8])
+        }
+    }
+
+    @Test func callsSentJustBeforeHangingUpStillRunIfOneway() async throws {
+        try await withTestServer { server in
+            do {
+                let raw = try server.raw()
+                var batch: [UInt8] = []
+                batch += VarlinkCallMessage.test("Sleep", ["milliseconds": 100, "tag": "first"]).encoded()
+                batch += VarlinkCallMessage.test("Record", ["value": "before"], oneway: true).encoded()
+                batch += VarlinkCallMessage.test("Watch", more: true).encoded()
+                batch += VarlinkCallMessage.test("Record", ["value": "after"], oneway: true).encoded()
+                await raw.send(batch)
+            }
+            let client = try server.client()
+            #expect(await eventually {
+                (try? await client.call("org.ferry.test.Recorded")) == ["values": ["before", "after"]]
+            })
+            // Watch was skipped: nobody was left to stream to.
+            #expect(await server.recorder.entries.allSatisfy { !$0.hasPrefix("watch") })
+            #expect(await eventually { await server.server.connectionCount() == 1 })
+        }
+    }
+
+    @Test func peerGoneCancelsTheStreamingHandler() async throws {
+        try await withTestServer { server in
+            let client = try server.client()
+            var iterator = client.callMore("org.ferry.test.Watch").makeAsyncIterator()
+            #expect(try await iterator.next() == ["event": "hello"])
+            client.close()
+            let cancelled = await server.recorder.waitFor { $0.hasPrefix("watch cancelled") }
+            #expect(cancelled == "watch cancelled, connected=false")
+            #expect(await server.recorder.waitFor { $0.hasPrefix("watch late send") } == "watch late send: the peer disconnected")
+            #expect(await eventually { await server.server.connectionCount() == 0 })
+        }
+    }
+
+    @Test func slowConsumerIsToldToResume() async throws {
+        var configuration = VarlinkServerConfiguration()
+        configuration.outputBufferLimit = 64 << 10
+        configuration.slowPeerGrace = .milliseconds(300)
+        try await withTestServer(configuration: configuration) { server in
+            let raw = try server.raw()
+            await raw.sendCall(.test("Flood", ["chunk": 8192], more: true))
+            let tooSlow = await server.recorder.waitFor { $0.hasPrefix("flood too slow at ") }
+            let cursor = Int(try #require(tooSlow).dropFirst("flood too slow at ".count))!
+            #expect(await server.recorder.waitFor { $0.hasPrefix("log: disconnected slow peer") } != nil)
+            // Everything queued before the limit still arrives, then the final error.
+            var received = 0
+            var final: VarlinkReplyMessage?
+            while case let .message(bytes) = await raw.read() {
+                let reply = try VarlinkReplyMessage.decode(bytes)
+                if reply.continues {
+                    #expect(reply.parameters["index"] == .int(Int64(received)))
+                    received += 1
+                } else {
+                    final = reply
+                }
+            }
+            #expect(received == cursor)
+            #expect(final?.varlinkError == VarlinkError("org.ferry.test.ResumeFrom", parameters: ["cursor": .int(Int64(cursor))]))
+            // Bounded: the kernel's socket buffer plus our cap, not everything Flood could make.
+            #expect(cursor * 8192 < 8 << 20)
+            #expect(await eventually { await server.server.connectionCount() == 0 })
+        }
+    }
+
+    @Test func silentConnectionDoesNotBlockOthers() async throws {
+        try await withTestServer { server in
+            let silent = try server.raw()
+            let partial = try server.raw()
+            await partial.send(Array(#"{"method":"org.ferry.test.Add","para"#.utf8))
+            let client = try server.client()
+            #expect(try await client.call("org.ferry.test.Add", ["a": 1, "b": 1]) == ["sum": 2])
+            #expect(await server.server.connectionCount() == 3)
+            _ = (silent, partial)
+        }
+    }
+
+    @Test func garbageClosesOnlyThatConnection() async throws {
+        try await withTestServer { server in
+            let client = try server.client()
+            for garbage in ["hello world", "[1,2,3]", "\"just a string\"", "{\"method\":", "\u{1}\u{2}\u{3}"] {
+                let raw = try server.raw()
+                await raw.send(Array(garbage.utf8) + [0])
+                #expect(await raw.read() == .endOfFile, "\(garbage)")
+                #expect(try await client.call("org.ferry.test.Add", ["a": 1, "b": 1]) == ["sum": 2])
+            }
+            #expect(await server.recorder.waitFor { $0.hasPrefix("log: closed connection") } != nil)
+        }
+    }
+
+    @Test func callsWithoutAValidMethodGetInvalidParameter() async throws {
+        try await withTestServer { server in
+            let raw = try server.raw()
+            for (text, field) in [
+                (#"{"parameters":{}}"#, "method"),
+                (#"{"method":42}"#, "method"),
+                (#"{"method":"NoInterface"}"#, "method"),
+                (#"{"method":"org.ferry.test.Add","parameters":[]}"#, "parameters"),
+                (#"{"method":"org.ferry.test.Add","more":"yes"}"#, "more"),
+            ] {
+                await raw.send(Array(text.utf8) + [0])
+                #expect(await raw.readReply()?.varlinkError == .invalidParameter(field), "\(text)")
+            }
+            await raw.sendCall(.test("Add", ["a": 1, "b": 1]))
+            #expect(await raw.readReply()?.parameters == ["sum": 2])
+        }
+    }
+
+    @Test func oversizeMessageClosesTheConnection() async throws {
+        try await withTestServer { server in
+            let raw = try server.raw()
+            let chunk = [UInt8](repeating: UInt8(ascii: " "), count: 1 << 20)
+            var sent = 0
+            while sent <= 17 << 20, await raw.send(chunk) { sent += chunk.count }
+            #expect(await raw.read() == .endOfFile)
+            let logged = await server.recorder.waitFor { $0.contains("exceeds 16777216 bytes") }
+            #expect(logged != nil)
+            let client = try server.client()
+            #expect(try await client.call("org.ferry.test.Add", ["a": 1, "b": 1]) == ["sum": 2])
+        }
+    }
+
+    @Test func deeplyNestedCallClosesTheConnection() async throws {
+        try await withTestServer { server in
+            let raw = try server.raw()
+            let value = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
+            await raw.send(Array(#"{"method":"org.ferry.test.Deep","parameters":{"value":"#.utf8) + Array(value.utf8) + Array("}}".utf8) + [0])
+            #expect(await raw.read() == .endOfFile)
+            let client = try server.client()
+            #expect(try await client.call("org.ferry.test.Deep", ["value": ["a": [[["b": 1]]]]]) == [:])
+        }
+    }
+
+    @Test func gracefulStopLetsRunningCallsFinish() async throws {
+        let server = try await TestServer.start()
+        let client = try server.client()
+        let slow = Task { try await client.call("org.ferry.test.Sleep", ["milliseconds": 300, "tag": "done"]) }
+        try await Task.sleep(for: .milliseconds(100))
+        await server.stop(gracePeriod: .seconds(5))
+        #expect(try await slow.value == ["tag": "done"])
+    }
+
+    @Test func stopCancelsCallsPastTheGracePeriod() async throws {
+        let server = try await TestServer.start()
+        let client = try server.client()
+        var iterator = client.callMore("org.ferry.test.Watch").makeAsyncIterator()
+        #expect(try await iterator.next() == ["event": "hello"])
+        let started = ContinuousClock.now
+        await server.stop(gracePeriod: .milliseconds(200))
+        #expect(ContinuousClock.now - started < .seconds(3))
+        do {
+            _ = try await iterator.next()
+            Issue.record("stream survived the stop")
+        } catch {
+            #expect(error as? VarlinkClientError == .connectionClosed)
+        }
+        #expect(await server.recorder.waitFor { $0.hasPrefix("watch cancelled") } != nil)
+    }
+
+    @Test func servesASocketActivatedDescriptor() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/activated.sock"
+        let fd = try UnixSocket.listen(path: path, socketMode: 0o600, directoryMode: 0o700, backlog: 16)
+        let server = VarlinkServer(service: try TestInterface.service(recorder: Recorder()), endpoint: .listeningDescriptor(fd))
+        try await server.start()
+        let client = try VarlinkClient(address: "unix:\(path)")
+        #expect(try await client.call("org.ferry.test.Add", ["a": 20, "b": 22]) == ["sum": 42])
+        await server.stop()
+    }
+
+    @Test func clientReportsConnectFailures() {
+        #expect(throws: VarlinkClientError.invalidAddress("tcp:localhost:1")) {
+            try VarlinkClient(address: "tcp:localhost:1")
+        }
+        do throws(VarlinkClientError) {
+            _ = try VarlinkClient(address: "unix:/nonexistent/ferry.sock")
+            Issue.record("connected to nothing")
+        } catch {
+            guard case let .system(failure) = error else {
+                Issue.record("unexpected \(error)")
+                return
+            }
+            #expect(failure.errno == ENOENT)
+            #expect(failure.call == "connect /nonexistent/ferry.sock")
+        }
+    }
+}

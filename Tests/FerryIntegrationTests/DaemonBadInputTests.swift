@@ -126,7 +126,11 @@ import FerryVarlink
             let items: [JSONValue] = (0..<100).map { i in ["entity": "note", "id": .string("\(batch)-\(i)"), "payload": payload] }
             _ = try await writer.call("io.ferry.Store.PutMany", ["records": .array(items)])
         }
-        // Now read: the stream ends with ResumeFromCursor carrying the last cursor delivered.
+        // Wait until the daemon gave up on the watcher (under load it may lag behind the writes),
+        // then read: the stream ends with ResumeFromCursor carrying the last cursor delivered.
+        let deadline = Date().addingTimeInterval(60)
+        while !daemon.log.contains("watcher too slow"), Date() < deadline { usleep(50_000) }
+        #expect(daemon.log.contains("watcher too slow"), "the daemon never gave up on a watcher that does not read")
         var last: String?
         var cursor: Int64 = -1
         while let message = slow.receive() {

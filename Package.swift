@@ -49,8 +49,7 @@ let package = Package(
             "FerryAPI", "FerryStore", "FerryVarlink", "FerrySystemd", "FerryJSON", "FerryModel"]),
 
         // Executables.
-        .executableTarget(name: "ferry-bench", dependencies: ["FerryStore", "FerrySQLite", "FerryModel"]),
-        .executableTarget(name: "ferry-demo", dependencies: ["FerryStore"]),
+        .executableTarget(name: "ferry-bench", dependencies: ["FerryStore", "FerrySQLite", "FerryModel", "FerryVarlink", "FerryJSON"]),
         .executableTarget(name: "ferryd", dependencies: ["FerryDaemon"]),
         .executableTarget(name: "ferryctl", dependencies: ["FerryClient", "FerryAPI", "FerryJSON"]),
 

@@ -87,11 +87,16 @@ public enum Daemon {
 
         // Socket activation, or our own socket.
         let endpoint: VarlinkServer.Endpoint
+        var socketDescription = config.socketPath
         do {
-            let passed = try SocketActivation.listenDescriptors(environment: environment, processID: getpid())
+            // Taken (close-on-exec, LISTEN_* unset) only when meant for this process.
+            let passed = environment["LISTEN_PID"] == String(getpid())
+                ? try SocketActivation.takeListenDescriptors()
+                : try SocketActivation.listenDescriptors(environment: environment, processID: getpid())
             if let first = passed.first {
                 endpoint = .listeningDescriptor(first.fd)
-                logger.info("using the socket passed by systemd (fd \(first.fd))")
+                socketDescription = SocketProbe.boundPath(of: first.fd) ?? "the socket passed by systemd (fd \(first.fd))"
+                logger.info("using the socket passed by systemd: \(socketDescription)")
             } else {
                 if SocketProbe.isServed(config.socketPath) {
                     logger.error("another ferryd is already serving \(config.socketPath): stop it first, or pass --socket")
@@ -130,7 +135,7 @@ public enum Daemon {
         let signals = SignalStream(signals: [SIGTERM, SIGINT, SIGHUP])
         let engineTask = Task { await engine.run() }
         let stats = try? store.stats()
-        logger.info("ferryd \(FerryVersion.string) ready: node \(store.nodeID), \(stats?.records ?? 0) records, socket \(config.socketPath)",
+        logger.info("ferryd \(FerryVersion.string) ready: node \(store.nodeID), \(stats?.records ?? 0) records, socket \(socketDescription)",
                     ["node": store.nodeID.description])
         SystemdNotifier.ready(status: (stats?.outbox ?? 0) == 0 ? "idle, nothing pending" : "idle, \(stats!.outbox) changes pending")
 
@@ -147,7 +152,8 @@ public enum Daemon {
                         logger.error("configuration not reloaded: \(error)")
                     }
                 }
-                SystemdNotifier.ready(status: "idle")
+                SystemdNotifier.notify("READY=1")
+                engine.refreshStatus()
                 continue
             }
             break
@@ -174,6 +180,20 @@ func raiseDescriptorLimit(to wanted: Int) {
 
 /// Checks whether something already answers on a Unix socket path.
 enum SocketProbe {
+    /// The path a listening Unix socket is bound to, if it has one.
+    static func boundPath(of fd: Int32) -> String? {
+        var address = sockaddr_un()
+        var length = socklen_t(MemoryLayout<sockaddr_un>.size)
+        let rc = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard rc == 0, address.sun_family == sa_family_t(AF_UNIX) else { return nil }
+        let path = withUnsafeBytes(of: address.sun_path) { raw -> String in
+            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+        return path.isEmpty ? nil : path
+    }
+
     static func isServed(_ path: String) -> Bool {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }

@@ -21,6 +21,7 @@ final class EngineLoop: Sendable {
     private let watchdogInterval: Duration?
     private let healthState = Mutex(Health())
     private let woken = Atomic<Bool>(false)
+    private let statusStale = Atomic<Bool>(false)
 
     init(store: Store, logger: Logger, watchdogTimeout: Duration?) {
         self.store = store
@@ -33,6 +34,13 @@ final class EngineLoop: Sendable {
     /// Asks for a turn now (SyncNow, local writes).
     func wake() { woken.store(true, ordering: .releasing) }
 
+    /// Sends STATUS= again at the next turn even if it did not change (after a reload, which
+    /// replaced it).
+    func refreshStatus() {
+        statusStale.store(true, ordering: .releasing)
+        wake()
+    }
+
     /// Runs until the task is cancelled.
     func run() async {
         let tick = min(watchdogInterval ?? .seconds(1), .seconds(1))
@@ -43,7 +51,7 @@ final class EngineLoop: Sendable {
             if let stats {
                 let status = stats.outbox == 0 ? "idle, nothing pending"
                     : "idle, \(stats.outbox) change\(stats.outbox == 1 ? "" : "s") pending"
-                if status != lastStatus {
+                if status != lastStatus || statusStale.exchange(false, ordering: .acquiring) {
                     SystemdNotifier.status(status)
                     lastStatus = status
                 }

@@ -52,11 +52,13 @@ public final class Database: @unchecked Sendable {
         try Statement(database: self, sql: sql)
     }
 
-    /// Returns a prepared statement kept for the life of the connection, reset and with its
-    /// bindings cleared. Use it for the statements run on hot paths.
+    /// Returns a prepared statement kept for the life of the connection, reset. Its previous
+    /// bindings stay: the caller must bind every parameter. Use it for the statements run on
+    /// hot paths.
     public func cached(_ sql: String) throws(SQLiteError) -> Statement {
         if let statement = statementCache[sql] {
-            statement.reset()
+            // Callers bind every parameter on each use, so the old bindings need no clearing.
+            statement.resetKeepingBindings()
             return statement
         }
         let statement = try Statement(database: self, sql: sql)

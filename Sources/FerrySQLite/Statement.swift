@@ -24,6 +24,11 @@ public final class Statement: @unchecked Sendable {
         sqlite3_clear_bindings(handle)
     }
 
+    /// Resets the statement to run again, keeping its bindings.
+    public func resetKeepingBindings() {
+        sqlite3_reset(handle)
+    }
+
     // MARK: Binding
 
     public func bind(_ index: Int32, _ value: Int64) {

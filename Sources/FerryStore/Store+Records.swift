@@ -36,6 +36,7 @@ extension Store {
         checked.reserveCapacity(requests.count)
         // Ids are compared as given (bytewise), as the store compares them.
         var seen = Set<[UInt8]>()
+        if requests.count > 1 { seen.reserveCapacity(requests.count) }
         for request in requests {
             let id = request.id ?? configuration.newID()
             let version = RecordVersion(entity: request.entity, id: id, hlc: Stamp(millis: 0, counter: 0, node: nodeID),

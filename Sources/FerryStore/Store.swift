@@ -132,11 +132,8 @@ public final class Store: @unchecked Sendable {
         var clock: Stamp?
         if try get.step(), let text = get.text(0) { clock = Stamp.parse(text) }
         get.reset()
-        // Never issue a stamp below one already stored, even if the clock state was lost.
-        if let newest = try db.scalarText("SELECT max(hlc) FROM records"), let stamp = Stamp.parse(newest),
-           clock.map({ stamp > $0 }) ?? true, stamp.millis <= config.wallClock() + config.maxDriftMillis {
-            clock = stamp
-        }
+        // The clock state is written in every transaction that moved the clock, so it is never
+        // behind a stamp this store holds.
         return (node!, clock)
     }
 

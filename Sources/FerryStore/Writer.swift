@@ -143,65 +143,85 @@ final class Writer: @unchecked Sendable {
 
     // MARK: Writing versions
 
-    /// Makes `version` the current version of its record and logs the change. Returns the new
-    /// change-log sequence number.
-    private func store(_ version: RecordVersion, sid: Int64, replacing current: Current?, origin: ChangeOrigin) throws -> (rid: Int64, seq: Int64) {
+    /// Inserts `version` as a new record, unless the record exists (then it writes nothing and
+    /// returns nil). The common case of a write, a new record, costs no lookup this way.
+    private func insertIfNew(_ version: RecordVersion, hlcText: String, sid: Int64, origin: ChangeOrigin) throws -> (rid: Int64, seq: Int64)? {
+        let seq = self.seq + 1
+        let statement = try db.cached("""
+            INSERT INTO records (sid, entity, id, hlc, deleted, payload, attachments, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (sid, entity, id) DO NOTHING
+            """)
+        statement.bind(1, sid)
+        statement.bind(2, version.entity)
+        statement.bind(3, version.id)
+        statement.bind(4, hlcText)
+        statement.bind(5, version.deleted)
+        statement.bind(6, version.payload)
+        statement.bind(7, AttachmentList.encode(version.attachments))
+        statement.bind(8, seq)
+        try statement.run()
+        guard db.changes == 1 else { return nil }
+        self.seq = seq
+        let rid = db.lastInsertRowID
+        try logChange(seq: seq, rid: rid, sid: sid, origin: origin)
+        try adjustReferences(removing: [], adding: version.attachments, requirePresent: origin == .local)
+        return (rid, seq)
+    }
+
+    /// Makes `version` the current version of the existing record `current` and logs the change.
+    private func replace(_ current: Current, with version: RecordVersion, hlcText: String, sid: Int64, origin: ChangeOrigin) throws -> Int64 {
         let seq = nextSeq()
-        let rid: Int64
-        let attachments = AttachmentList.encode(version.attachments)
-        if let current {
-            rid = current.rid
-            let statement = try db.cached(
-                "UPDATE records SET hlc = ?, deleted = ?, payload = ?, attachments = ?, seq = ? WHERE rid = ?")
-            statement.bind(1, version.hlc.text)
-            statement.bind(2, version.deleted)
-            statement.bind(3, version.payload)
-            statement.bind(4, attachments)
-            statement.bind(5, seq)
-            statement.bind(6, rid)
-            try statement.run()
-        } else {
-            let statement = try db.cached(
-                "INSERT INTO records (sid, entity, id, hlc, deleted, payload, attachments, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-            statement.bind(1, sid)
-            statement.bind(2, version.entity)
-            statement.bind(3, version.id)
-            statement.bind(4, version.hlc.text)
-            statement.bind(5, version.deleted)
-            statement.bind(6, version.payload)
-            statement.bind(7, attachments)
-            statement.bind(8, seq)
-            try statement.run()
-            rid = db.lastInsertRowID
-        }
+        let statement = try db.cached(
+            "UPDATE records SET hlc = ?, deleted = ?, payload = ?, attachments = ?, seq = ? WHERE rid = ?")
+        statement.bind(1, hlcText)
+        statement.bind(2, version.deleted)
+        statement.bind(3, version.payload)
+        statement.bind(4, AttachmentList.encode(version.attachments))
+        statement.bind(5, seq)
+        statement.bind(6, current.rid)
+        try statement.run()
+        try logChange(seq: seq, rid: current.rid, sid: sid, origin: origin)
+        try adjustReferences(removing: current.version.attachments, adding: version.attachments,
+                             requirePresent: origin == .local)
+        return seq
+    }
+
+    private func logChange(seq: Int64, rid: Int64, sid: Int64, origin: ChangeOrigin) throws {
         let change = try db.cached("INSERT INTO changes (seq, rid, sid, origin) VALUES (?, ?, ?, ?)")
         change.bind(1, seq)
         change.bind(2, rid)
         change.bind(3, sid)
         change.bind(4, origin == .local ? "local" : origin.description)
         try change.run()
-        try adjustReferences(removing: current?.version.attachments ?? [], adding: version.attachments,
-                             requirePresent: origin == .local)
-        return (rid, seq)
     }
 
     /// Queues the record `rid` for every transport (its current version is what will be sent).
-    private func enqueue(rid: Int64, sid: Int64, hlc: Stamp, seq: Int64) throws {
+    private func enqueue(rid: Int64, sid: Int64, hlcText: String, seq: Int64) throws {
         let statement = try db.cached("""
             INSERT INTO outbox (rid, sid, hlc, seq, queued_at) VALUES (?, ?, ?, ?, ?)
             ON CONFLICT (rid) DO UPDATE SET hlc = excluded.hlc, seq = excluded.seq, queued_at = excluded.queued_at
             """)
         statement.bind(1, rid)
         statement.bind(2, sid)
-        statement.bind(3, hlc.text)
+        statement.bind(3, hlcText)
         statement.bind(4, seq)
         statement.bind(5, nowMillis)
         try statement.run()
     }
 
-    /// A local write: validates, stamps after the current version, stores, logs, queues.
+    /// A local write: stamps after the current version, stores, logs, queues. (The caller
+    /// validated the input.)
     func putLocal(sid: Int64, space: String, entity: String, id: String, payload: String?, deleted: Bool,
                   attachments: [String]) throws -> Record {
+        if !deleted {
+            // A new record needs no lookup: insert, and fall back when it exists.
+            let version = RecordVersion(entity: entity, id: id, hlc: clock.now(), deleted: false, payload: payload, attachments: attachments)
+            let hlcText = version.hlc.text
+            if let (rid, seq) = try insertIfNew(version, hlcText: hlcText, sid: sid, origin: .local) {
+                try enqueue(rid: rid, sid: sid, hlcText: hlcText, seq: seq)
+                return Record(space: space, version: version, seq: seq)
+            }
+        }
         let current = try current(sid: sid, entity: entity, id: id)
         if config.immutableEntities.contains(entity), let current {
             if !(deleted && current.version.deleted) {
@@ -218,40 +238,57 @@ final class Writer: @unchecked Sendable {
                                           reason: "the record's stamp is the largest possible, so no newer version of it can be made; write a new record")
         }
         let version = RecordVersion(entity: entity, id: id, hlc: hlc, deleted: deleted, payload: payload, attachments: attachments)
-        let (rid, seq) = try store(version, sid: sid, replacing: current, origin: .local)
-        try enqueue(rid: rid, sid: sid, hlc: hlc, seq: seq)
+        let hlcText = hlc.text
+        let rid: Int64, seq: Int64
+        if let current {
+            rid = current.rid
+            seq = try replace(current, with: version, hlcText: hlcText, sid: sid, origin: .local)
+        } else if let inserted = try insertIfNew(version, hlcText: hlcText, sid: sid, origin: .local) {
+            (rid, seq) = inserted
+        } else {
+            throw FerryError.storage(context: "writing \(entity)/\(id)", message: "the record appeared during the write")
+        }
+        try enqueue(rid: rid, sid: sid, hlcText: hlcText, seq: seq)
         return Record(space: space, version: version, seq: seq)
     }
 
     /// Merges a version that came from elsewhere with the merge rules.
     func apply(_ incoming: RecordVersion, sid: Int64, origin: ChangeOrigin) throws -> ApplyResult {
         clock.observe(incoming.hlc)
-        let current = try current(sid: sid, entity: incoming.entity, id: incoming.id)
+        let hlcText = incoming.hlc.text
+        // A record new here is applied whatever its stamp: insert first, look up only on conflict.
+        if let (rid, seq) = try insertIfNew(incoming, hlcText: hlcText, sid: sid, origin: origin) {
+            try forward(rid: rid, sid: sid, hlc: incoming.hlc, hlcText: hlcText, seq: seq, origin: origin, isNew: true)
+            return .applied(seq: seq)
+        }
+        guard let current = try current(sid: sid, entity: incoming.entity, id: incoming.id) else {
+            throw FerryError.storage(context: "applying \(incoming.entity)/\(incoming.id)", message: "the record vanished during the write")
+        }
         let immutable = config.immutableEntities.contains(incoming.entity)
-        switch Merge.decide(current: current?.version.hlc, incoming: incoming.hlc, immutable: immutable) {
+        switch Merge.decide(current: current.version.hlc, incoming: incoming.hlc, immutable: immutable) {
         case .duplicate:
             return .duplicate
         case .lose:
-            if let current, current.version.hlc.node != incoming.hlc.node {
+            if current.version.hlc.node != incoming.hlc.node {
                 try keepLoser(incoming, rid: current.rid, origin: origin, winner: current.version.hlc)
             }
             return .lost
         case .apply:
-            if let current, current.version.hlc.node != incoming.hlc.node {
+            if current.version.hlc.node != incoming.hlc.node {
                 let replacedOrigin = try originOf(seq: current.seq)
                 try keepLoser(current.version, rid: current.rid, origin: replacedOrigin, winner: incoming.hlc)
             }
-            let (rid, seq) = try store(incoming, sid: sid, replacing: current, origin: origin)
-            try forward(rid: rid, sid: sid, hlc: incoming.hlc, seq: seq, origin: origin, isNew: current == nil)
+            let seq = try replace(current, with: incoming, hlcText: hlcText, sid: sid, origin: origin)
+            try forward(rid: current.rid, sid: sid, hlc: incoming.hlc, hlcText: hlcText, seq: seq, origin: origin, isNew: false)
             return .applied(seq: seq)
         }
     }
 
     /// Queues an applied remote or imported version for the transports that do not have it yet.
-    private func forward(rid: Int64, sid: Int64, hlc: Stamp, seq: Int64, origin: ChangeOrigin, isNew: Bool) throws {
+    private func forward(rid: Int64, sid: Int64, hlc: Stamp, hlcText: String, seq: Int64, origin: ChangeOrigin, isNew: Bool) throws {
         guard case .remote(let from) = origin else {
             // Imported data is new to every transport.
-            try enqueue(rid: rid, sid: sid, hlc: hlc, seq: seq)
+            try enqueue(rid: rid, sid: sid, hlcText: hlcText, seq: seq)
             return
         }
         let transports = catalog.transports(of: sid)
@@ -264,7 +301,7 @@ final class Writer: @unchecked Sendable {
             exists.reset()
         }
         guard others || queued else { return }
-        try enqueue(rid: rid, sid: sid, hlc: hlc, seq: seq)
+        try enqueue(rid: rid, sid: sid, hlcText: hlcText, seq: seq)
         try recordAck(rid: rid, transport: from, hlc: hlc)
         try pruneIfDelivered(rid: rid, sid: sid, hlc: hlc)
     }

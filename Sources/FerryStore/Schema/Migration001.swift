@@ -31,6 +31,8 @@ extension Schema {
         seq         INTEGER NOT NULL -- the change-log sequence number of the latest change
     );
     CREATE UNIQUE INDEX records_by_key ON records (sid, entity, id);
+    -- List(order: stamp) pages through this without sorting.
+    CREATE INDEX records_by_stamp ON records (sid, entity, hlc, id);
 
     -- The local change log: one row per applied change, local or remote, in a strictly
     -- increasing sequence that notifications resume from. origin: 'local', 'remote:<t>', 'import:<s>'.

@@ -1,0 +1,382 @@
+import FerryJSON
+import FerrySQLite
+import FerryStore
+import FerryVarlink
+import Foundation
+import Glibc
+
+/// `ferry-bench ipc`: a real ferryd on a Unix socket, measured against a raw baseline taken in
+/// the same run: a Unix-socket ping-pong of the same message sizes plus one SQLite commit of one
+/// row (WAL, synchronous=NORMAL), which is the least a daemon that durably stores a write can do.
+struct IPCBenchmark {
+    let scratch: ScratchDirectory
+    var puts = 4000
+    var putManyRecords = 100_000
+    var putManyBatch = 1000
+    var watchers = 100
+    var watchedPuts = 200
+
+    static let usage = """
+        usage: ferry-bench ipc [--puts N] [--records N] [--watchers N] [--dir DIR]
+
+          --puts N       single puts per concurrency level (default 4000)
+          --records N    records written through PutMany, and into the store alone (default 100000)
+          --watchers N   Watch subscribers for the fan-out figure (default 100)
+        ferryd runs with Durability=normal; it is found next to ferry-bench.
+        """
+
+    init(arguments: ArraySlice<String>, scratch: ScratchDirectory) throws {
+        self.scratch = scratch
+        var rest = arguments
+        while let flag = rest.popFirst() {
+            func number() throws -> Int {
+                guard let text = rest.popFirst(), let n = Int(text.replacingOccurrences(of: "_", with: "")), n > 0 else {
+                    throw BenchError("\(flag) needs a positive whole number", isUsage: true)
+                }
+                return n
+            }
+            switch flag {
+            case "--puts": puts = try number()
+            case "--records": putManyRecords = try number()
+            case "--watchers": watchers = try number()
+            case "--dir": _ = rest.popFirst()
+            case "-h", "--help": throw BenchError("", isUsage: true)
+            default: throw BenchError("unknown option \(flag)", isUsage: true)
+            }
+        }
+    }
+
+    static let payload: [String: JSONValue] = [
+        "title": "Buy oat milk and coffee beans", "done": false, "priority": 3,
+        "tags": ["shopping", "weekly"], "notes": .string(String(repeating: "n", count: 60)),
+    ]
+
+    func run() async throws {
+        var config = ResultLine("ipc.config")
+        config.add("durability", "normal")
+        config.add("puts", puts)
+        config.add("records", putManyRecords)
+        config.add("watchers", watchers)
+        config.emit()
+
+        // The raw baseline: same request and reply sizes, one commit of one row per round trip.
+        let request = VarlinkCallMessage(method: "io.ferry.Store.Put",
+                                         parameters: ["entity": "note", "payload": .object(Self.payload)]).encoded()
+        let replySize = 420
+        let baseline = try RawPingPong(directory: try scratch.subdirectory("raw"), requestSize: request.count, replySize: replySize)
+        let raw = try baseline.measure(rounds: 2000)
+        var rawLine = ResultLine("ipc.baseline")
+        rawLine.add("what", "unix_socket_round_trip+sqlite_commit_of_one_row")
+        rawLine.add("p50_us", raw.percentile(0.5), digits: 1)
+        rawLine.add("p99_us", raw.percentile(0.99), digits: 1)
+        rawLine.emit()
+
+        let daemon = try Ferryd(directory: try scratch.subdirectory("ferryd"))
+        defer { daemon.stop() }
+
+        // Single puts: p50/p99 and throughput with 1, 4 and 16 clients (one connection each).
+        var onePerSecond = 0.0
+        var sixteenPerSecond = 0.0
+        var oneP50 = 0.0
+        for clients in [1, 4, 16] {
+            let (latencies, seconds) = try await singlePuts(daemon: daemon, clients: clients, total: puts)
+            let rate = Double(latencies.count) / seconds
+            var line = ResultLine("ipc.put")
+            line.add("clients", clients)
+            line.add("puts", latencies.count)
+            line.add("puts_per_s", Int(rate.rounded()))
+            line.add("p50_us", latencies.percentile(0.5), digits: 1)
+            line.add("p99_us", latencies.percentile(0.99), digits: 1)
+            if clients == 1 {
+                onePerSecond = rate
+                oneP50 = latencies.percentile(0.5)
+                line.add("p50_ratio_vs_raw", oneP50 / raw.percentile(0.5), digits: 2)
+            } else {
+                line.add("rate_vs_1_client", rate / onePerSecond, digits: 2)
+            }
+            if clients == 16 { sixteenPerSecond = rate }
+            line.emit()
+        }
+
+        // PutMany through the daemon vs the store alone, same batches, same durability.
+        let viaDaemon = try await putMany(daemon: daemon)
+        let alone = try storeAlone(directory: try scratch.subdirectory("alone"))
+        var many = ResultLine("ipc.put_many")
+        many.add("records", putManyRecords)
+        many.add("batch", putManyBatch)
+        many.add("records_per_s", Int(viaDaemon.rounded()))
+        many.add("store_alone_per_s", Int(alone.rounded()))
+        many.add("ratio_vs_store", viaDaemon / alone, digits: 2)
+        many.emit()
+
+        // Watch fan-out: every put reaches every watcher; latency from the put's send to arrival.
+        let delivery = try await watchFanOut(daemon: daemon)
+        var watch = ResultLine("ipc.watch")
+        watch.add("watchers", watchers)
+        watch.add("puts", watchedPuts)
+        watch.add("deliveries", delivery.count)
+        watch.add("p50_ms", delivery.percentile(0.5) / 1000, digits: 2)
+        watch.add("p99_ms", delivery.percentile(0.99) / 1000, digits: 2)
+        watch.emit()
+
+        var rss = ResultLine("ipc.rss")
+        rss.add("ferryd_peak_mb", Double(daemon.peakResidentBytes() ?? 0) / 1_048_576, digits: 1)
+        rss.emit()
+
+        let p50Ratio = oneP50 / raw.percentile(0.5)
+        let scaling = sixteenPerSecond / onePerSecond
+        let manyRatio = viaDaemon / alone
+        let watchP99 = delivery.percentile(0.99) / 1000
+        var summary = ResultLine("ipc.summary")
+        summary.add("put_p50_vs_raw", p50Ratio, digits: 2)
+        summary.add("target_put_p50_vs_raw", "<=3")
+        summary.add("clients16_vs_1", scaling, digits: 2)
+        summary.add("target_clients16_vs_1", ">=2")
+        summary.add("put_many_vs_store", manyRatio, digits: 2)
+        summary.add("target_put_many_vs_store", ">=0.7")
+        summary.add("watch_p99_ms", watchP99, digits: 2)
+        summary.add("target_watch_p99_ms", "<5")
+        let pass = p50Ratio <= 3 && scaling >= 2 && manyRatio >= 0.7 && watchP99 < 5
+        summary.add("result", pass ? "pass" : "fail")
+        summary.emit()
+    }
+
+    // MARK: Phases
+
+    private func singlePuts(daemon: Ferryd, clients: Int, total: Int) async throws -> ([Double], Double) {
+        let perClient = max(1, total / clients)
+        let connections = try (0..<clients).map { _ in try VarlinkClient(address: "unix:" + daemon.socket) }
+        defer { connections.forEach { $0.close() } }
+        // Warm up each connection.
+        for c in connections { _ = try await c.call("io.ferry.Store.Get", ["entity": "note", "id": "warm"]) }
+        let start = Monotonic.nanos()
+        let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
+            for c in connections {
+                group.addTask {
+                    var out: [Double] = []
+                    out.reserveCapacity(perClient)
+                    for _ in 0..<perClient {
+                        let t0 = Monotonic.nanos()
+                        _ = try await c.call("io.ferry.Store.Put", ["entity": "note", "payload": .object(Self.payload)])
+                        out.append(Double(Monotonic.nanos() - t0) / 1000)
+                    }
+                    return out
+                }
+            }
+            var all: [Double] = []
+            for try await part in group { all += part }
+            return all
+        }
+        return (latencies, Double(Monotonic.nanos() - start) / 1e9)
+    }
+
+    private func batchItems(_ b: Int) -> [JSONValue] {
+        (0..<putManyBatch).map { i in
+            ["entity": "item", "id": .string(String(format: "B%06d-%04d", b, i)), "payload": .object(Self.payload)]
+        }
+    }
+
+    private func putMany(daemon: Ferryd) async throws -> Double {
+        let client = try VarlinkClient(address: "unix:" + daemon.socket)
+        defer { client.close() }
+        let batches = max(1, putManyRecords / putManyBatch)
+        var nanos: UInt64 = 0
+        for b in 0..<batches {
+            let items = JSONValue.array(batchItems(b))
+            let t0 = Monotonic.nanos()
+            _ = try await client.call("io.ferry.Store.PutMany", ["records": items])
+            nanos += Monotonic.nanos() - t0
+        }
+        return Double(batches * putManyBatch) / (Double(nanos) / 1e9)
+    }
+
+    private func storeAlone(directory: String) throws -> Double {
+        var config = StoreConfiguration(directory: directory)
+        config.durability = .normal
+        let store = try Store(configuration: config)
+        let text = JSONWriter.string(.object(Self.payload))
+        let batches = max(1, putManyRecords / putManyBatch)
+        var nanos: UInt64 = 0
+        for b in 0..<batches {
+            let requests = (0..<putManyBatch).map { i in
+                PutRequest(entity: "item", id: String(format: "B%06d-%04d", b, i), payload: text)
+            }
+            let t0 = Monotonic.nanos()
+            _ = try store.putMany(requests)
+            nanos += Monotonic.nanos() - t0
+        }
+        return Double(batches * putManyBatch) / (Double(nanos) / 1e9)
+    }
+
+    private func watchFanOut(daemon: Ferryd) async throws -> [Double] {
+        let sent = SentTimes()
+        let clients = try (0..<watchers).map { _ in try VarlinkClient(address: "unix:" + daemon.socket) }
+        defer { clients.forEach { $0.close() } }
+        let writer = try VarlinkClient(address: "unix:" + daemon.socket)
+        defer { writer.close() }
+        let expected = watchedPuts
+        let ready = Counter()
+        return try await withThrowingTaskGroup(of: [Double].self) { group in
+            for c in clients {
+                group.addTask {
+                    var out: [Double] = []
+                    var first = true
+                    for try await reply in c.callMore("io.ferry.Store.Watch", ["entities": ["watched"]]) {
+                        if first { first = false; ready.increment(); continue }
+                        let now = Monotonic.nanos()
+                        if let id = reply["record"]?["id"]?.stringValue, let t0 = sent.time(of: id) {
+                            out.append(Double(now - t0) / 1000)
+                        }
+                        if out.count == expected { break }
+                    }
+                    return out
+                }
+            }
+            while ready.value < watchers { try await Task.sleep(for: .milliseconds(5)) }
+            for i in 0..<expected {
+                let id = "W\(i)"
+                sent.record(id, Monotonic.nanos())
+                _ = try await writer.call("io.ferry.Store.Put", ["entity": "watched", "id": .string(id), "payload": .object(Self.payload)])
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            var all: [Double] = []
+            for try await part in group { all += part }
+            return all
+        }
+    }
+}
+
+/// When each watched put was sent.
+final class SentTimes: @unchecked Sendable {
+    // @unchecked: `times` is only touched with `lock` held.
+    private let lock = NSLock()
+    private var times: [String: UInt64] = [:]
+    func record(_ id: String, _ t: UInt64) { lock.lock(); times[id] = t; lock.unlock() }
+    func time(of id: String) -> UInt64? { lock.lock(); defer { lock.unlock() }; return times[id] }
+}
+
+final class Counter: @unchecked Sendable {
+    // @unchecked: `count` is only touched with `lock` held.
+    private let lock = NSLock()
+    private var count = 0
+    func increment() { lock.lock(); count += 1; lock.unlock() }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+}
+
+extension Array where Element == Double {
+    /// The value below which `q` of the samples fall (nearest rank).
+    func percentile(_ q: Double) -> Double {
+        guard !isEmpty else { return 0 }
+        let sorted = self.sorted()
+        let rank = Swift.min(sorted.count - 1, Swift.max(0, Int((q * Double(sorted.count)).rounded(.up)) - 1))
+        return sorted[rank]
+    }
+}
+
+/// A ferryd process for the benchmark (Durability=normal), found next to ferry-bench.
+final class Ferryd {
+    let socket: String
+    private let process = Process()
+
+    init(directory: String) throws {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let ferryd = URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("ferryd").path
+        guard FileManager.default.isExecutableFile(atPath: ferryd) else {
+            throw BenchError("ferryd not found at \(ferryd): build it in the same configuration (swift build -c release)")
+        }
+        let config = directory + "/ferryd.conf"
+        try "[Store]\nDurability=normal\n[Daemon]\nLogLevel=warning\n".write(toFile: config, atomically: true, encoding: .utf8)
+        socket = directory + "/run/ferryd.sock"
+        process.executableURL = URL(fileURLWithPath: ferryd)
+        process.arguments = ["--config", config, "--state-dir", directory + "/state", "--socket", socket]
+        var env = ProcessInfo.processInfo.environment
+        for key in ["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "JOURNAL_STREAM", "WATCHDOG_USEC"] { env.removeValue(forKey: key) }
+        process.environment = env
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if let c = try? VarlinkClient(address: "unix:" + socket) { c.close(); return }
+            usleep(20_000)
+        }
+        throw BenchError("ferryd did not start within 30 s")
+    }
+
+    func peakResidentBytes() -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8) else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+            return line.split(separator: " ").compactMap { Int($0) }.first.map { $0 * 1024 }
+        }
+        return nil
+    }
+
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        process.waitUntilExit()
+    }
+}
+
+/// The raw baseline: a thread serving a Unix socket that, per request, reads the request, commits
+/// one row to SQLite (WAL, synchronous=NORMAL) and writes a reply of the given size.
+final class RawPingPong: @unchecked Sendable {
+    // @unchecked: the server thread owns `db` and its fds; the client side only uses `clientFD`.
+    private let requestSize: Int
+    private let replySize: Int
+    private let clientFD: Int32
+    private let serverFD: Int32
+    private let db: Database
+
+    init(directory: String, requestSize: Int, replySize: Int) throws {
+        self.requestSize = requestSize
+        self.replySize = replySize
+        var fds: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else { throw BenchError("socketpair failed") }
+        clientFD = fds[0]
+        serverFD = fds[1]
+        db = try Database(path: directory + "/raw.db")
+        try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+        let thread = Thread { [self] in serve() }
+        thread.start()
+    }
+
+    private func serve() {
+        var buffer = [UInt8](repeating: 0, count: requestSize)
+        let reply = [UInt8](repeating: 0x61, count: replySize)
+        let body = String(repeating: "x", count: 200)
+        while true {
+            var got = 0
+            while got < requestSize {
+                let n = buffer.withUnsafeMutableBytes { read(serverFD, $0.baseAddress! + got, requestSize - got) }
+                if n <= 0 { return }
+                got += n
+            }
+            do {
+                try db.execute("BEGIN")
+                let s = try db.cached("INSERT INTO t (body) VALUES (?)")
+                s.bind(1, body)
+                try s.run()
+                try db.execute("COMMIT")
+            } catch { return }
+            _ = reply.withUnsafeBytes { write(serverFD, $0.baseAddress!, replySize) }
+        }
+    }
+
+    /// Round-trip latencies in microseconds.
+    func measure(rounds: Int) throws -> [Double] {
+        let request = [UInt8](repeating: 0x62, count: requestSize)
+        var buffer = [UInt8](repeating: 0, count: replySize)
+        var out: [Double] = []
+        for _ in 0..<(rounds + 100) {
+            let t0 = Monotonic.nanos()
+            _ = request.withUnsafeBytes { write(clientFD, $0.baseAddress!, requestSize) }
+            var got = 0
+            while got < replySize {
+                let n = buffer.withUnsafeMutableBytes { read(clientFD, $0.baseAddress! + got, replySize - got) }
+                if n <= 0 { throw BenchError("raw baseline connection failed") }
+                got += n
+            }
+            out.append(Double(Monotonic.nanos() - t0) / 1000)
+        }
+        return Array(out.dropFirst(100))
+    }
+}

@@ -54,7 +54,8 @@ public enum StoreInterface {
     # Writes a new version of one record (a new record when id is absent or unknown).
     method Put(space: ?string, entity: string, id: ?string, payload: object, attachments: ?[]string) -> (record: Record)
 
-    # Writes many records in one transaction: all of them, or on any error none.
+    # Writes many records in one transaction: all of them, or on any error none. The
+    # records come back without their payloads (the caller has them).
     method PutMany(space: ?string, records: []PutItem) -> (records: []Record)
 
     # Reads the current version of a record (a tombstone if deleted); record is absent if unknown.

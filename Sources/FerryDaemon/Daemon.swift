@@ -77,7 +77,7 @@ public enum Daemon {
 
         var service = VarlinkService(vendor: FerryVersion.vendor, product: "ferryd", version: FerryVersion.string, url: FerryVersion.url)
         do {
-            try service.register(StoreInterface.definition, methods: StoreAPI(store: store, hub: hub, logger: logger).methods)
+            try service.register(StoreInterface.definition, methods: StoreAPI(store: store, hub: hub, feed: ChangeFeed(store: store, hub: hub), logger: logger).methods)
             try service.register(EngineInterface.definition,
                                  methods: EngineAPI(store: store, engine: engine, startedAt: started).methods)
         } catch {

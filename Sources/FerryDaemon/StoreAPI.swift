@@ -11,6 +11,7 @@ import Foundation
 struct StoreAPI: Sendable {
     let store: Store
     let hub: WatchHub
+    let feed: ChangeFeed
     let logger: Logger
 
     /// The largest attachment moved inline (base64) in one message.
@@ -18,38 +19,46 @@ struct StoreAPI: Sendable {
 
     var methods: [String: VarlinkMethod] {
         [
-            "Put": VarlinkMethod { call, _ throws(VarlinkError) in try await put(call.parameters) },
-            "PutMany": VarlinkMethod { call, _ throws(VarlinkError) in try await putMany(call.parameters) },
-            "Get": VarlinkMethod { call, _ throws(VarlinkError) in try await get(call.parameters) },
-            "Delete": VarlinkMethod { call, _ throws(VarlinkError) in try await delete(call.parameters) },
-            "List": VarlinkMethod { call, _ throws(VarlinkError) in try await list(call.parameters) },
+            // Writes are batched: every write that arrives in one turn of the server's event
+            // loop, across all connections, commits in one transaction (group commit), on the
+            // loop thread, with no hand-off to another thread.
+            "Put": .batched { calls in write(calls.map(putOperation)) },
+            "PutMany": .batched { calls in write(calls.map(putManyOperation)) },
+            "Delete": .batched { calls in write(calls.map(deleteOperation)) },
+            // Reads answer on the loop thread: a point lookup costs less than a hand-off.
+            "Get": .inline { call throws(VarlinkError) in try get(call.parameters) },
+            "List": .inline { call throws(VarlinkError) in try list(call.parameters) },
+            "Conflicts": .inline { call throws(VarlinkError) in try conflicts(call.parameters) },
             "Watch": VarlinkMethod(requiresMore: true) { call, sink throws(VarlinkError) in try await watch(call.parameters, sink) },
             "PutAttachment": VarlinkMethod { call, _ throws(VarlinkError) in try await putAttachment(call.parameters) },
             "GetAttachment": VarlinkMethod { call, _ throws(VarlinkError) in try await getAttachment(call.parameters) },
-            "Conflicts": VarlinkMethod { call, _ throws(VarlinkError) in try await conflicts(call.parameters) },
             "RestoreConflict": VarlinkMethod { call, _ throws(VarlinkError) in try await restoreConflict(call.parameters) },
         ]
     }
 
     // MARK: Writes
 
-    func put(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
-        let space = p.space, entity = p["entity"]?.stringValue ?? "", id = p["id"]?.stringValue
-        let payload = p["payload"]?.objectValue ?? [:]
-        let text = JSONWriter.string(.object(payload))
-        let attachments = p.stringArray("attachments")
-        let record = try await run { () throws(FerryError) in
-            try store.put(space: space, entity: entity, id: id, payload: text, attachments: attachments)
-        }
-        logger.debug("put", ["entity": record.entity, "id": record.id, "space": record.space])
-        return ["record": Wire.record(record, payload: payload)]
+    /// A write ready for `Store.perform`, and how to shape its reply.
+    struct PendingWrite {
+        enum Reply { case one, many }
+        var operation: Store.WriteOperation
+        var payloads: [[String: JSONValue]?]
+        var reply: Reply
     }
 
-    func putMany(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
-        let space = p.space
+    func putOperation(_ call: VarlinkCall) -> PendingWrite {
+        let p = call.parameters
+        let payload = p["payload"]?.objectValue ?? [:]
+        let request = PutRequest(entity: p["entity"]?.stringValue ?? "", id: p["id"]?.stringValue,
+                                 payload: JSONWriter.string(.object(payload)), attachments: p.stringArray("attachments"))
+        return PendingWrite(operation: .put(space: p.space, [request]), payloads: [payload], reply: .one)
+    }
+
+    func putManyOperation(_ call: VarlinkCall) -> PendingWrite {
+        let p = call.parameters
         let items = p["records"]?.arrayValue ?? []
         var requests: [PutRequest] = []
-        var payloads: [[String: JSONValue]] = []
+        var payloads: [[String: JSONValue]?] = []
         requests.reserveCapacity(items.count)
         payloads.reserveCapacity(items.count)
         for item in items {
@@ -59,25 +68,45 @@ struct StoreAPI: Sendable {
             requests.append(PutRequest(entity: o["entity"]?.stringValue ?? "", id: o["id"]?.stringValue,
                                        payload: JSONWriter.string(.object(payload)), attachments: o.stringArray("attachments")))
         }
-        let batch = requests
-        let records = try await run { () throws(FerryError) in try store.putMany(space: space, batch) }
-        var out: [JSONValue] = []
-        out.reserveCapacity(records.count)
-        for (i, r) in records.enumerated() { out.append(Wire.record(r, payload: payloads[i])) }
-        return ["records": .array(out)]
+        return PendingWrite(operation: .put(space: p.space, requests), payloads: payloads, reply: .many)
     }
 
-    func delete(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
-        let space = p.space, entity = p["entity"]?.stringValue ?? "", id = p["id"]?.stringValue ?? ""
-        let record = try await run { () throws(FerryError) in try store.delete(space: space, entity: entity, id: id) }
-        return ["record": try Wire.record(record)]
+    func deleteOperation(_ call: VarlinkCall) -> PendingWrite {
+        let p = call.parameters
+        return PendingWrite(operation: .delete(space: p.space, entity: p["entity"]?.stringValue ?? "", id: p["id"]?.stringValue ?? ""),
+                            payloads: [nil], reply: .one)
+    }
+
+    /// Runs a turn's writes in one transaction and shapes each reply.
+    func write(_ pending: [PendingWrite]) -> [Result<[String: JSONValue], VarlinkError>] {
+        let results = store.perform(pending.map(\.operation))
+        return zip(pending, results).map { item, result in
+            switch result {
+            case .failure(let error):
+                if case .storage = error { logger.error(error.description) }
+                return .failure(ErrorMapping.varlink(error))
+            case .success(let records):
+                if logger.isEnabled(.debug) {
+                    for r in records { logger.debug(r.deleted ? "delete" : "put", ["entity": r.entity, "id": r.id, "space": r.space]) }
+                }
+                var wire: [JSONValue] = []
+                wire.reserveCapacity(records.count)
+                for (i, r) in records.enumerated() {
+                    // PutMany answers without the payloads: the caller has them, and echoing a
+                    // large batch would double what crosses the socket.
+                    wire.append(Wire.record(r, payload: item.reply == .one && i < item.payloads.count ? item.payloads[i] : nil))
+                }
+                if item.reply == .one, let first = wire.first { return .success(["record": first]) }
+                return .success(["records": .array(wire)])
+            }
+        }
     }
 
     // MARK: Reads
 
-    func get(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+    func get(_ p: [String: JSONValue]) throws(VarlinkError) -> [String: JSONValue] {
         let space = p.space, entity = p["entity"]?.stringValue ?? "", id = p["id"]?.stringValue ?? ""
-        let record = try await run { () throws(FerryError) in
+        let record = try now { () throws(FerryError) in
             try RecordVersion.validate(entity: entity, id: id)
             return try store.get(space: space, entity: entity, id: id)
         }
@@ -85,7 +114,7 @@ struct StoreAPI: Sendable {
         return ["record": try Wire.record(record)]
     }
 
-    func list(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+    func list(_ p: [String: JSONValue]) throws(VarlinkError) -> [String: JSONValue] {
         let space = p.space, entity = p["entity"]?.stringValue ?? ""
         let after = p["after"]?.stringValue
         let limit = Int(p["limit"]?.intValue ?? 100)
@@ -114,7 +143,7 @@ struct StoreAPI: Sendable {
         }
         if filters.count > 16 { throw ErrorMapping.invalidArgument("where", "at most 16 fields in where") }
         let matching = filters, ordering = order
-        let page = try await run { () throws(FerryError) in
+        let page = try now { () throws(FerryError) in
             try store.list(space: space, entity: entity, after: after, limit: limit, includeDeleted: includeDeleted,
                            order: ordering, where: matching)
         }
@@ -150,15 +179,28 @@ struct StoreAPI: Sendable {
             var iterator = wakeups.makeAsyncIterator()
             while !Task.isCancelled {
                 let from = cursor
-                let page = try await run { () throws(FerryError) in
-                    try store.changes(since: from, spaces: filterSpaces, entities: entities, limit: 500)
+                // Recent changes come from the shared feed; a watcher further behind reads the store.
+                let shared = try now { () throws(FerryError) in
+                    try feed.page(after: from, limit: 500, spaces: filterSpaces, entities: entities)
                 }
-                for record in page.records {
-                    try await sink.send(["cursor": .int(record.seq), "record": try Wire.record(record)])
-                    cursor = record.seq
+                if let shared {
+                    for item in shared.items {
+                        try await sink.send(["cursor": .int(item.seq), "record": item.wire])
+                        cursor = item.seq
+                    }
+                    cursor = max(cursor, shared.through)
+                    if shared.items.count == 500 { continue }
+                } else {
+                    let page = try await run { () throws(FerryError) in
+                        try store.changes(since: from, spaces: filterSpaces, entities: entities, limit: 500)
+                    }
+                    for record in page.records {
+                        try await sink.send(["cursor": .int(record.seq), "record": try Wire.record(record)])
+                        cursor = record.seq
+                    }
+                    cursor = page.through
+                    if page.through > from { continue }   // there may be more: read again
                 }
-                cursor = page.through
-                if page.through > from { continue }   // there may be more: read again
                 guard await iterator.next() != nil else { break }
             }
         } catch VarlinkSinkError.peerTooSlow {
@@ -221,10 +263,10 @@ struct StoreAPI: Sendable {
 
     // MARK: Conflicts
 
-    func conflicts(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+    func conflicts(_ p: [String: JSONValue]) throws(VarlinkError) -> [String: JSONValue] {
         let space = p.space, entity = p["entity"]?.stringValue ?? "", id = p["id"]?.stringValue ?? ""
         let spaceName = space
-        let losers = try await run { () throws(FerryError) in try store.conflicts(space: space, entity: entity, id: id) }
+        let losers = try now { () throws(FerryError) in try store.conflicts(space: space, entity: entity, id: id) }
         var out: [JSONValue] = []
         for loser in losers {
             let record = Record(space: spaceName, version: loser.version, seq: 0)
@@ -247,6 +289,16 @@ struct StoreAPI: Sendable {
     }
 
     // MARK: Helpers
+
+    /// Runs store work right here (on the event loop), mapping errors to the wire.
+    private func now<T>(_ body: () throws(FerryError) -> T) throws(VarlinkError) -> T {
+        do {
+            return try body()
+        } catch {
+            if case .storage = error { logger.error(error.description) }
+            throw ErrorMapping.varlink(error)
+        }
+    }
 
     private func run<T: Sendable>(_ body: @escaping @Sendable () throws(FerryError) -> T) async throws(VarlinkError) -> T {
         do {

@@ -30,30 +30,8 @@ extension Store {
 
     /// Writes many records in one transaction: all of them or, on any error, none.
     public func putMany(space: String = Store.privateSpace, _ requests: [PutRequest]) throws(FerryError) -> [Record] {
-        try checkBatch(requests.count)
-        let sid = try catalog.sid(space)
-        var checked: [(entity: String, id: String, payload: String, attachments: [String])] = []
-        checked.reserveCapacity(requests.count)
-        // Ids are compared as given (bytewise), as the store compares them.
-        var seen = Set<[UInt8]>()
-        if requests.count > 1 { seen.reserveCapacity(requests.count) }
-        for request in requests {
-            let id = request.id ?? configuration.newID()
-            let version = RecordVersion(entity: request.entity, id: id, hlc: Stamp(millis: 0, counter: 0, node: nodeID),
-                                        deleted: false, payload: request.payload, attachments: request.attachments)
-            try version.validate(limits: configuration.limits)
-            if requests.count > 1, !seen.insert(Array(request.entity.utf8) + [0] + Array(id.utf8)).inserted {
-                throw .invalidID(entity: request.entity, id: id, reason: "the batch holds this record more than once")
-            }
-            checked.append((request.entity, id, request.payload, version.attachments))
-        }
-        let items = checked
-        return try write("writing \(items.count) record(s)") { writer in
-            try items.map { item in
-                try writer.putLocal(sid: sid, space: space, entity: item.entity, id: item.id, payload: item.payload,
-                                    deleted: false, attachments: item.attachments)
-            }
-        }
+        let operation = try prepare(.put(space: space, requests))
+        return try write("writing \(requests.count) record(s)") { writer in try operation.run(writer) }
     }
 
     /// Deletes a record: writes a tombstone with a new stamp. Deleting a tombstone returns it
@@ -61,13 +39,112 @@ extension Store {
     /// - Throws: `notFound` when the record does not exist; `immutableRecord`.
     @discardableResult
     public func delete(space: String = Store.privateSpace, entity: String, id: String) throws(FerryError) -> Record {
-        try RecordVersion.validate(entity: entity, id: id)
-        let sid = try catalog.sid(space)
-        return try write("deleting \(entity)/\(id)") { writer in
-            guard try writer.current(sid: sid, entity: entity, id: id) != nil else {
-                throw FerryError.notFound(space: space, entity: entity, id: id)
+        let operation = try prepare(.delete(space: space, entity: entity, id: id))
+        return try write("deleting \(entity)/\(id)") { writer in try operation.run(writer) }[0]
+    }
+
+    /// A local write, for `perform`.
+    public enum WriteOperation: Sendable {
+        /// Like `putMany`: all records or none.
+        case put(space: String, [PutRequest])
+        /// Like `delete`.
+        case delete(space: String, entity: String, id: String)
+    }
+
+    /// Runs many independent local writes in one transaction (one commit for all: group
+    /// commit without threads). Each succeeds or fails on its own, exactly as the matching
+    /// single call would, in order.
+    public func perform(_ operations: [WriteOperation]) -> [Result<[Record], FerryError>] {
+        var results = [Result<[Record], FerryError>?](repeating: nil, count: operations.count)
+        var prepared: [(Int, PreparedWrite)] = []
+        prepared.reserveCapacity(operations.count)
+        for (i, operation) in operations.enumerated() {
+            do throws(FerryError) {
+                prepared.append((i, try prepare(operation)))
+            } catch {
+                results[i] = .failure(error)
             }
-            return try writer.putLocal(sid: sid, space: space, entity: entity, id: id, payload: nil, deleted: true, attachments: [])
+        }
+        if !prepared.isEmpty {
+            let items = prepared
+            do throws(FerryError) {
+                let outcomes = try write("writing \(items.count) batch(es)") { writer -> [Result<[Record], FerryError>] in
+                    try items.map { item in
+                        // A savepoint each, so one failing write leaves the others in the transaction.
+                        try writer.db.execute("SAVEPOINT op")
+                        let mark = writer.jobEffectsMark
+                        do {
+                            let records = try item.1.run(writer)
+                            try writer.db.execute("RELEASE op")
+                            return .success(records)
+                        } catch {
+                            try writer.db.execute("ROLLBACK TO op")
+                            try writer.db.execute("RELEASE op")
+                            writer.discardJobEffects(since: mark)
+                            if let e = error as? FerryError { return .failure(e) }
+                            return .failure(.storage(context: "writing", message: "\(error)"))
+                        }
+                    }
+                }
+                for (k, item) in items.enumerated() { results[item.0] = outcomes[k] }
+            } catch {
+                for item in items { results[item.0] = .failure(error) }
+            }
+        }
+        return results.map { $0! }
+    }
+
+    /// A validated local write, ready to run on the writer.
+    struct PreparedWrite: Sendable {
+        enum Kind: Sendable {
+            case put([(entity: String, id: String, payload: String, attachments: [String])])
+            case delete(entity: String, id: String)
+        }
+        let sid: Int64
+        let space: String
+        let kind: Kind
+
+        func run(_ writer: Writer) throws -> [Record] {
+            switch kind {
+            case .put(let items):
+                return try items.map { item in
+                    try writer.putLocal(sid: sid, space: space, entity: item.entity, id: item.id, payload: item.payload,
+                                        deleted: false, attachments: item.attachments)
+                }
+            case .delete(let entity, let id):
+                guard try writer.current(sid: sid, entity: entity, id: id) != nil else {
+                    throw FerryError.notFound(space: space, entity: entity, id: id)
+                }
+                return [try writer.putLocal(sid: sid, space: space, entity: entity, id: id, payload: nil, deleted: true, attachments: [])]
+            }
+        }
+    }
+
+    /// Checks a write against the record model and limits; changes nothing.
+    func prepare(_ operation: WriteOperation) throws(FerryError) -> PreparedWrite {
+        switch operation {
+        case .delete(let space, let entity, let id):
+            try RecordVersion.validate(entity: entity, id: id)
+            return PreparedWrite(sid: try catalog.sid(space), space: space, kind: .delete(entity: entity, id: id))
+        case .put(let space, let requests):
+            try checkBatch(requests.count)
+            let sid = try catalog.sid(space)
+            var checked: [(entity: String, id: String, payload: String, attachments: [String])] = []
+            checked.reserveCapacity(requests.count)
+            // Ids are compared as given (bytewise), as the store compares them.
+            var seen = Set<[UInt8]>()
+            if requests.count > 1 { seen.reserveCapacity(requests.count) }
+            for request in requests {
+                let id = request.id ?? configuration.newID()
+                let version = RecordVersion(entity: request.entity, id: id, hlc: Stamp(millis: 0, counter: 0, node: nodeID),
+                                            deleted: false, payload: request.payload, attachments: request.attachments)
+                try version.validate(limits: configuration.limits)
+                if requests.count > 1, !seen.insert(Array(request.entity.utf8) + [0] + Array(id.utf8)).inserted {
+                    throw .invalidID(entity: request.entity, id: id, reason: "the batch holds this record more than once")
+                }
+                checked.append((request.entity, id, request.payload, version.attachments))
+            }
+            return PreparedWrite(sid: sid, space: space, kind: .put(checked))
         }
     }
 

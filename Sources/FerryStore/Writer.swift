@@ -103,6 +103,15 @@ final class Writer: @unchecked Sendable {
         }
     }
 
+    /// A mark in the current job's after-commit work, for `discardJobEffects(since:)`.
+    var jobEffectsMark: Int { jobAfterCommit.count }
+
+    /// Forgets the after-commit work registered since `mark`, whose writes a savepoint rolled
+    /// back (`Store.perform` rolls back one operation of a job).
+    func discardJobEffects(since mark: Int) {
+        if jobAfterCommit.count > mark { jobAfterCommit.removeSubrange(mark...) }
+    }
+
     /// Registers work to run after the current job's transaction commits.
     func whenCommitted(_ action: @escaping () -> Void) {
         jobAfterCommit.append(action)

@@ -16,6 +16,8 @@ final class EventLoop: @unchecked Sendable {
     private var handlers: [UInt64: EventLoopHandler] = [:]
     private var nextToken: UInt64 = 1
     private var running = true
+    /// Work to run once the current turn's events and jobs are handled (loop thread only).
+    private var endOfTurn: [() -> Void] = []
     private let threadID = Locked<pthread_t?>(nil)
     private let exited = Locked<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
     private static let wakeToken: UInt64 = 0
@@ -62,6 +64,13 @@ final class EventLoop: @unchecked Sendable {
             var one: UInt64 = 1
             _ = withUnsafeBytes(of: &one) { write(wakeFD, $0.baseAddress, 8) }
         }
+    }
+
+    /// Runs `job` on the loop thread after every event and job of the current turn was
+    /// handled: where work collected during the turn is done at once. Loop thread only.
+    func atEndOfTurn(_ job: @escaping () -> Void) {
+        precondition(inLoop, "EventLoop.atEndOfTurn called off the loop thread")
+        endOfTurn.append(job)
     }
 
     /// Starts delivering `events` on `fd` to `handler`. Loop thread only.
@@ -130,6 +139,11 @@ final class EventLoop: @unchecked Sendable {
                     // while it runs; keep it alive until it returns.
                     withExtendedLifetime(handler) { handler.handleEvents(event.events) }
                 }
+            }
+            while !endOfTurn.isEmpty {
+                let jobs = endOfTurn
+                endOfTurn.removeAll()
+                for job in jobs { job() }
             }
         }
         handlers.removeAll()

@@ -25,7 +25,7 @@ final class ServerConnection: EventLoopHandler {
     let output: ConnectionOutputState
     private var framer: VarlinkFramer
     private var outgoing = ByteQueue()
-    private var activeCall: (id: UInt64, task: Task<Void, Never>, isOneway: Locked<Bool>)?
+    private var activeCall: (id: UInt64, task: Task<Void, Never>?, isOneway: Locked<Bool>)?
     private var nextCallID: UInt64 = 1
     private var readClosed = false
     private var closeWhenFlushed = false
@@ -96,8 +96,14 @@ final class ServerConnection: EventLoopHandler {
         }
     }
 
-    /// Starts the next buffered call when none is running.
+    /// Starts the next buffered calls while none is running, and sends what they answered
+    /// at once.
     func processInput() {
+        processBufferedCalls()
+        if !closed && !outgoing.isEmpty { flush() }
+    }
+
+    private func processBufferedCalls() {
         while !closed && activeCall == nil {
             if draining {
                 closeWhenFlushed = true
@@ -134,20 +140,34 @@ final class ServerConnection: EventLoopHandler {
         let callID = nextCallID
         nextCallID += 1
         let core = self.core
-        let connectionID = id
-        let channel = ReplyChannel(
-            output: output, slowPeerGrace: core.configuration.slowPeerGrace,
-            deliver: { bytes in
-                core.loop.execute { core.deliverStreamed(connectionID: connectionID, callID: callID, bytes: bytes) }
-            })
-        let service = core.service
-        let peer = self.peer
-        let limits = core.jsonLimits
-        let task = Task {
-            let outcome = await service.process(frame, peer: peer, channel: channel, limits: limits)
-            core.loop.execute { core.callFinished(connectionID: connectionID, callID: callID, outcome: outcome) }
+        let (prepared, oneway) = core.service.prepare(frame, peer: peer, isOutputClosed: output.isClosed, limits: core.jsonLimits)
+        switch prepared {
+        case let .done(outcome):
+            // Answered on the loop: no task, no hand-off.
+            switch outcome {
+            case let .finished(finalReply):
+                if let finalReply { enqueueFinal(finalReply) }
+            case let .protocolViolation(reason):
+                core.log(.protocolViolation(peer: peer, reason: reason))
+                close()
+            }
+        case let .batch(key, handler, call):
+            activeCall = (callID, nil, Locked(oneway))
+            core.enqueueBatch(key: key, handler: handler, call: call, connectionID: id, callID: callID)
+        case let .task(handler, call):
+            let connectionID = id
+            let channel = ReplyChannel(
+                output: output, slowPeerGrace: core.configuration.slowPeerGrace,
+                deliver: { bytes in
+                    core.loop.execute { core.deliverStreamed(connectionID: connectionID, callID: callID, bytes: bytes) }
+                })
+            let service = core.service
+            let task = Task {
+                let outcome = await service.run(handler, call, channel: channel)
+                core.loop.execute { core.callFinished(connectionID: connectionID, callID: callID, outcome: outcome) }
+            }
+            activeCall = (callID, task, channel.isOneway)
         }
-        activeCall = (callID, task, channel.isOneway)
     }
 
     // MARK: - Replies (loop thread, from handler tasks)
@@ -212,7 +232,7 @@ final class ServerConnection: EventLoopHandler {
         outgoing = ByteQueue()
         output.markClosed()
         try? core.loop.pause(fd, token: token)
-        if let active = activeCall, !active.isOneway.withLock({ $0 }) { active.task.cancel() }
+        if let active = activeCall, !active.isOneway.withLock({ $0 }) { active.task?.cancel() }
         processInput()
     }
 
@@ -255,7 +275,7 @@ final class ServerConnection: EventLoopHandler {
         closed = true
         core.loop.deregisterAndClose(fd, token: token)
         output.markClosed()
-        activeCall?.task.cancel()
+        activeCall?.task?.cancel()
         activeCall = nil
         core.connectionDidClose(id)
     }

@@ -104,6 +104,52 @@ final class ServerCore: @unchecked Sendable, EventLoopHandler {
         connections[id] = connection
     }
 
+    // MARK: - Batched calls (loop thread)
+
+    private struct PendingBatch {
+        var handler: VarlinkBatchHandler
+        var items: [(connectionID: UInt64, callID: UInt64, call: VarlinkCall)]
+    }
+    private var batches: [String: PendingBatch] = [:]
+    private var batchOrder: [String] = []
+
+    /// Queues a call of a batched method; every call queued in this loop turn goes to the
+    /// method's handler together at the end of the turn.
+    func enqueueBatch(key: String, handler: @escaping VarlinkBatchHandler, call: VarlinkCall,
+                      connectionID: UInt64, callID: UInt64) {
+        if batchOrder.isEmpty { loop.atEndOfTurn { [self] in runBatches() } }
+        if batches[key] == nil {
+            batches[key] = PendingBatch(handler: handler, items: [])
+            batchOrder.append(key)
+        }
+        batches[key]!.items.append((connectionID, callID, call))
+    }
+
+    private func runBatches() {
+        let order = batchOrder, pending = batches
+        batchOrder = []
+        batches = [:]
+        for key in order {
+            guard let batch = pending[key] else { continue }
+            let results = batch.handler(batch.items.map(\.call))
+            for (i, item) in batch.items.enumerated() {
+                let reply: [UInt8]?
+                if item.call.oneway {
+                    reply = nil
+                } else if i < results.count {
+                    switch results[i] {
+                    case .success(let parameters): reply = VarlinkReplyMessage(parameters: parameters).encoded()
+                    case .failure(let error): reply = VarlinkReplyMessage(error).encoded()
+                    }
+                } else {
+                    reply = VarlinkReplyMessage(VarlinkError("org.varlink.service.MethodNotImplemented",
+                                                             parameters: ["method": .string(item.call.qualifiedMethod)])).encoded()
+                }
+                connections[item.connectionID]?.callFinished(callID: item.callID, outcome: .finished(finalReply: reply))
+            }
+        }
+    }
+
     // MARK: - Jobs from handler tasks (loop thread)
 
     func callFinished(connectionID: UInt64, callID: UInt64, outcome: CallOutcome) {

@@ -15,15 +15,66 @@ import FerryJSON
 public typealias VarlinkMethodHandler =
     @Sendable (VarlinkCall, VarlinkReplySink) async throws(VarlinkError) -> [String: JSONValue]
 
+/// A handler that runs on the server's event-loop thread and answers at once: for quick
+/// methods, where a hand-off to another thread would cost more than the work. It must not
+/// block for long: every connection of the server waits while it runs.
+public typealias VarlinkInlineHandler = @Sendable (VarlinkCall) throws(VarlinkError) -> [String: JSONValue]
+
+/// A handler that receives every call of its method that arrived in one turn of the
+/// server's event loop, across all connections, and answers each (in the same order). It
+/// runs on the event-loop thread; the point is to do the work of many calls at once (one
+/// database transaction for many writers: group commit without any thread hand-off).
+public typealias VarlinkBatchHandler = @Sendable ([VarlinkCall]) -> [Result<[String: JSONValue], VarlinkError>]
+
 /// The implementation of one method of a registered interface.
 public struct VarlinkMethod: Sendable {
+    enum Kind: Sendable {
+        case task(VarlinkMethodHandler)
+        case inline(VarlinkInlineHandler)
+        case batch(VarlinkBatchHandler)
+    }
+
     /// When true, a call without `"more": true` is answered with
     /// `org.varlink.service.ExpectedMore` and the handler does not run.
     public var requiresMore: Bool
-    public var handler: VarlinkMethodHandler
+    let kind: Kind
 
+    /// A method whose handler runs as a task (it may await, stream replies with `more`, and
+    /// take as long as it needs).
     public init(requiresMore: Bool = false, _ handler: @escaping VarlinkMethodHandler) {
         self.requiresMore = requiresMore
-        self.handler = handler
+        self.kind = .task(handler)
+    }
+
+    /// A method answered on the event-loop thread (see `VarlinkInlineHandler`). It cannot
+    /// stream: `more` calls get its one reply.
+    public static func inline(_ handler: @escaping VarlinkInlineHandler) -> VarlinkMethod {
+        VarlinkMethod(kind: .inline(handler))
+    }
+
+    /// A method whose calls are handled in batches (see `VarlinkBatchHandler`).
+    public static func batched(_ handler: @escaping VarlinkBatchHandler) -> VarlinkMethod {
+        VarlinkMethod(kind: .batch(handler))
+    }
+
+    private init(kind: Kind) {
+        self.requiresMore = false
+        self.kind = kind
+    }
+
+    /// The task handler (inline and batch methods run through it when called as a task,
+    /// which only happens outside a server, in tests).
+    public var handler: VarlinkMethodHandler {
+        switch kind {
+        case .task(let h): return h
+        case .inline(let h): return { call, _ throws(VarlinkError) in try h(call) }
+        case .batch(let h):
+            return { call, _ throws(VarlinkError) in
+                switch h([call])[0] {
+                case .success(let reply): return reply
+                case .failure(let error): throw error
+                }
+            }
+        }
     }
 }

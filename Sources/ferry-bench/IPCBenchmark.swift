@@ -143,31 +143,36 @@ struct IPCBenchmark {
 
     // MARK: Phases
 
+    /// Single puts from `clients` threads, each with its own connection and a plain blocking
+    /// socket (what most apps do; no client library overhead in the figure).
     private func singlePuts(daemon: Ferryd, clients: Int, total: Int) async throws -> ([Double], Double) {
         let perClient = max(1, total / clients)
-        let connections = try (0..<clients).map { _ in try VarlinkClient(address: "unix:" + daemon.socket) }
-        defer { connections.forEach { $0.close() } }
-        // Warm up each connection.
-        for c in connections { _ = try await c.call("io.ferry.Store.Get", ["entity": "note", "id": "warm"]) }
+        let request = VarlinkCallMessage(method: "io.ferry.Store.Put",
+                                         parameters: ["entity": "note", "payload": .object(Self.payload)]).encoded()
+        let connections = try (0..<clients).map { _ in try BlockingConnection(path: daemon.socket) }
+        for c in connections { _ = try c.roundTrip(request) }   // warm up
+        let results = LatencyBox()
+        let group = DispatchGroup()
         let start = Monotonic.nanos()
-        let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
-            for c in connections {
-                group.addTask {
-                    var out: [Double] = []
-                    out.reserveCapacity(perClient)
-                    for _ in 0..<perClient {
-                        let t0 = Monotonic.nanos()
-                        _ = try await c.call("io.ferry.Store.Put", ["entity": "note", "payload": .object(Self.payload)])
-                        out.append(Double(Monotonic.nanos() - t0) / 1000)
-                    }
-                    return out
+        for c in connections {
+            group.enter()
+            Thread.detachNewThread {
+                var out: [Double] = []
+                out.reserveCapacity(perClient)
+                for _ in 0..<perClient {
+                    let t0 = Monotonic.nanos()
+                    guard let reply = try? c.roundTrip(request), reply.contains(UInt8(ascii: "r")) else { break }
+                    out.append(Double(Monotonic.nanos() - t0) / 1000)
                 }
+                results.add(out)
+                group.leave()
             }
-            var all: [Double] = []
-            for try await part in group { all += part }
-            return all
         }
-        return (latencies, Double(Monotonic.nanos() - start) / 1e9)
+        group.wait()
+        let seconds = Double(Monotonic.nanos() - start) / 1e9
+        let all = results.all
+        if all.count < perClient * clients { throw BenchError("single puts failed part-way (\(all.count) of \(perClient * clients))") }
+        return (all, seconds)
     }
 
     private func batchItems(_ b: Int) -> [JSONValue] {
@@ -378,5 +383,52 @@ final class RawPingPong: @unchecked Sendable {
             out.append(Double(Monotonic.nanos() - t0) / 1000)
         }
         return Array(out.dropFirst(100))
+    }
+}
+
+/// Collects latencies from several threads.
+final class LatencyBox: @unchecked Sendable {
+    // @unchecked: `values` is only touched with `lock` held.
+    private let lock = NSLock()
+    private var values: [Double] = []
+    func add(_ more: [Double]) { lock.lock(); values += more; lock.unlock() }
+    var all: [Double] { lock.lock(); defer { lock.unlock() }; return values }
+}
+
+/// A blocking Varlink connection: write a call, read until the NUL that ends its reply.
+final class BlockingConnection: @unchecked Sendable {
+    // @unchecked: each instance is used by one thread at a time.
+    private let fd: Int32
+    private var buffer = [UInt8](repeating: 0, count: 1 << 16)
+
+    init(path: String) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in path.utf8.enumerated() where i < raw.count - 1 { raw[i] = b }
+        }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        if rc != 0 { close(fd); throw BenchError("connect \(path) failed") }
+    }
+
+    deinit { close(fd) }
+
+    func roundTrip(_ request: [UInt8]) throws -> [UInt8] {
+        var sent = 0
+        while sent < request.count {
+            let n = request.withUnsafeBytes { write(fd, $0.baseAddress! + sent, request.count - sent) }
+            if n <= 0 { throw BenchError("write failed") }
+            sent += n
+        }
+        var reply: [UInt8] = []
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if n <= 0 { throw BenchError("read failed") }
+            reply.append(contentsOf: buffer[0..<n])
+            if buffer[n - 1] == 0 { return reply }
+        }
     }
 }

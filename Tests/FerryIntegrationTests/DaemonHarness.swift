@@ -121,22 +121,20 @@ func runCommand(_ path: String, _ arguments: [String], input: String? = nil, tim
     try p.run()
     if let input { inPipe.fileHandleForWriting.write(Data(input.utf8)) }
     try? inPipe.fileHandleForWriting.close()
-    let reader = Task.detached { out.fileHandleForReading.readDataToEndOfFile() }
+    // The output is read on a thread of its own, never on the concurrency pool, which other
+    // tests need.
+    let box = ResultBox<Data>()
+    let done = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+        box.value = out.fileHandleForReading.readDataToEndOfFile()
+        done.signal()
+    }
     let deadline = Date().addingTimeInterval(timeout)
     while p.isRunning && Date() < deadline { usleep(10_000) }
     if p.isRunning { kill(p.processIdentifier, SIGKILL) }
     p.waitUntilExit()
-    let data = try awaitSync { await reader.value }
-    return (p.terminationStatus, String(decoding: data, as: UTF8.self))
-}
-
-/// Waits for an async value from synchronous code (test helpers only).
-func awaitSync<T: Sendable>(_ body: @escaping @Sendable () async -> T) throws -> T {
-    let semaphore = DispatchSemaphore(value: 0)
-    let box = ResultBox<T>()
-    Task.detached { box.value = await body(); semaphore.signal() }
-    semaphore.wait()
-    return box.value!
+    done.wait()
+    return (p.terminationStatus, String(decoding: box.value ?? Data(), as: UTF8.self))
 }
 
 final class ResultBox<T>: @unchecked Sendable {

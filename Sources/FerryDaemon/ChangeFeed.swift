@@ -12,7 +12,26 @@ final class ChangeFeed: Sendable {
         let seq: Int64
         let space: String
         let entity: String
-        let wire: JSONValue
+        /// The reply every watcher gets for this change, encoded once.
+        let reply: VarlinkEncodedReply
+    }
+
+    /// Why a watcher left live mode.
+    enum LiveEnd: Sendable {
+        /// Its connection had no room for a change: it goes back to reading at its own pace
+        /// (waiting for room, and told to resume if that takes too long) from `cursor`.
+        case fellBehind(cursor: Int64)
+        /// The client left (or the call was cancelled).
+        case gone(cursor: Int64)
+    }
+
+    /// A watcher in live mode: changes are pushed to it from the committing thread.
+    private struct Live {
+        var sink: VarlinkReplySink
+        var spaces: Set<String>?
+        var entities: Set<String>?
+        var cursor: Int64
+        var end: CheckedContinuation<LiveEnd, Never>
     }
 
     private struct State {
@@ -20,6 +39,8 @@ final class ChangeFeed: Sendable {
         var items: [Item] = []
         var start: Int64
         var through: Int64
+        var live: [UInt64: Live] = [:]
+        var nextLiveID: UInt64 = 0
     }
 
     private let state: Mutex<State>
@@ -65,14 +86,78 @@ final class ChangeFeed: Sendable {
         return try result.get()
     }
 
+    /// Puts a caught-up watcher in live mode until it falls behind or leaves: from then on
+    /// each change is pushed to it by the thread that committed it (`publish`), with no task
+    /// to wake. Returns at once with `.fellBehind` when changes after `cursor` exist.
+    func live(sink: VarlinkReplySink, after cursor: Int64, spaces: Set<String>?, entities: Set<String>?) async -> LiveEnd {
+        let id = state.withLock { s -> UInt64 in
+            s.nextLiveID += 1
+            return s.nextLiveID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<LiveEnd, Never>) in
+                let immediate: LiveEnd? = state.withLock { s in
+                    if Task.isCancelled { return .gone(cursor: cursor) }
+                    do { try catchUp(&s) } catch { return .fellBehind(cursor: cursor) }
+                    if s.through != cursor { return .fellBehind(cursor: cursor) }
+                    s.live[id] = Live(sink: sink, spaces: spaces, entities: entities, cursor: cursor, end: continuation)
+                    return nil
+                }
+                if let immediate { continuation.resume(returning: immediate) }
+            }
+        } onCancel: {
+            let entry = state.withLock { $0.live.removeValue(forKey: id) }
+            entry?.end.resume(returning: .gone(cursor: entry?.cursor ?? cursor))
+        }
+    }
+
+    /// Pushes what was just committed to every live watcher. Called after each commit, on
+    /// the committing thread (ferryd's event loop for API writes, so the changes are written
+    /// to the watchers' sockets right there).
+    func publish() {
+        state.withLock { s in
+            guard !s.live.isEmpty else { return }
+            do { try catchUp(&s) } catch { return }
+            for (id, entry) in s.live {
+                var lo = 0, hi = s.items.count
+                while lo < hi {
+                    let mid = (lo + hi) / 2
+                    if s.items[mid].seq <= entry.cursor { lo = mid + 1 } else { hi = mid }
+                }
+                var cursor = entry.cursor
+                var ended: LiveEnd?
+                for item in s.items[lo...] {
+                    if (entry.spaces?.contains(item.space) ?? true) && (entry.entities?.contains(item.entity) ?? true) {
+                        if let error = entry.sink.sendNow(item.reply) {
+                            if case .peerTooSlow = error { ended = .fellBehind(cursor: cursor) } else { ended = .gone(cursor: cursor) }
+                            break
+                        }
+                    }
+                    cursor = item.seq
+                }
+                if let ended {
+                    s.live.removeValue(forKey: id)
+                    entry.end.resume(returning: ended)
+                } else {
+                    s.live[id]?.cursor = max(cursor, s.through)
+                }
+            }
+        }
+    }
+
     /// Reads what the store committed since the feed's last read.
     private func catchUp(_ s: inout State) throws(FerryError) {
         while s.through < hub.lastSeq {
             let page = try store.changes(since: s.through, limit: 1000)
             if page.through == s.through { break }
             for record in page.records {
-                guard let wire = try? Wire.record(record) else { continue }
-                s.items.append(Item(seq: record.seq, space: record.space, entity: record.entity, wire: wire))
+                var bytes = Array(#"{"cursor":"#.utf8)
+                bytes += Array(String(record.seq).utf8)
+                bytes += Array(#","record":"#.utf8)
+                Wire.append(record, payloadText: record.payload, to: &bytes)
+                bytes.append(UInt8(ascii: "}"))
+                s.items.append(Item(seq: record.seq, space: record.space, entity: record.entity,
+                                    reply: VarlinkEncodedReply(parametersJSON: bytes)))
             }
             s.through = page.through
         }

@@ -70,14 +70,16 @@ public enum Daemon {
         }
         let hub = WatchHub(lastSeq: store.lastSeq)
         let engine = EngineLoop(store: store, logger: logger, watchdogTimeout: SystemdNotifier.watchdogTimeout)
+        let feed = ChangeFeed(store: store, hub: hub)
         store.setCommitObserver { seq in
             hub.committed(seq)
+            feed.publish()
             engine.wake()
         }
 
         var service = VarlinkService(vendor: FerryVersion.vendor, product: "ferryd", version: FerryVersion.string, url: FerryVersion.url)
         do {
-            try service.register(StoreInterface.definition, methods: StoreAPI(store: store, hub: hub, feed: ChangeFeed(store: store, hub: hub), logger: logger).methods)
+            try service.register(StoreInterface.definition, methods: StoreAPI(store: store, hub: hub, feed: feed, logger: logger).methods)
             try service.register(EngineInterface.definition,
                                  methods: EngineAPI(store: store, engine: engine, startedAt: started).methods)
         } catch {

@@ -45,15 +45,26 @@ final class EngineLoop: Sendable {
     func run() async {
         let tick = min(watchdogInterval ?? .seconds(1), .seconds(1))
         var lastStatus = ""
+        var countedAt: Int64 = -1
+        var lastCount = ContinuousClock.now - .seconds(10)
         while !Task.isCancelled {
             let store = self.store
-            let stats = try? await Blocking.run { () throws(FerryError) in try store.stats() }
-            if let stats {
-                let status = stats.outbox == 0 ? "idle, nothing pending"
-                    : "idle, \(stats.outbox) change\(stats.outbox == 1 ? "" : "s") pending"
-                if status != lastStatus || statusStale.exchange(false, ordering: .acquiring) {
-                    SystemdNotifier.status(status)
-                    lastStatus = status
+            // The turn's own work: read the store's position (cheap, and it proves the store
+            // answers). Counting the outbox scans it, so that is redone only when something
+            // changed, and at most every 2 seconds.
+            let seq = try? await Blocking.run { () throws(FerryError) in store.lastSeq }
+            if let seq {
+                if seq != countedAt || statusStale.load(ordering: .acquiring), ContinuousClock.now - lastCount >= .seconds(2) {
+                    if let stats = try? await Blocking.run({ () throws(FerryError) in try store.stats() }) {
+                        countedAt = seq
+                        lastCount = ContinuousClock.now
+                        let status = stats.outbox == 0 ? "idle, nothing pending"
+                            : "idle, \(stats.outbox) change\(stats.outbox == 1 ? "" : "s") pending"
+                        if status != lastStatus || statusStale.exchange(false, ordering: .acquiring) {
+                            SystemdNotifier.status(status)
+                            lastStatus = status
+                        }
+                    }
                 }
                 if watchdogInterval != nil { SystemdNotifier.watchdog() }
             } else {

@@ -77,8 +77,9 @@ struct StoreAPI: Sendable {
                             payloads: [nil], reply: .one)
     }
 
-    /// Runs a turn's writes in one transaction and shapes each reply.
-    func write(_ pending: [PendingWrite]) -> [Result<[String: JSONValue], VarlinkError>] {
+    /// Runs a turn's writes in one transaction and shapes each reply (written straight to
+    /// bytes: Put echoes the stored payload text, PutMany no payloads).
+    func write(_ pending: [PendingWrite]) -> [Result<VarlinkReplyParameters, VarlinkError>] {
         let results = store.perform(pending.map(\.operation))
         return zip(pending, results).map { item, result in
             switch result {
@@ -89,32 +90,41 @@ struct StoreAPI: Sendable {
                 if logger.isEnabled(.debug) {
                     for r in records { logger.debug(r.deleted ? "delete" : "put", ["entity": r.entity, "id": r.id, "space": r.space]) }
                 }
-                var wire: [JSONValue] = []
-                wire.reserveCapacity(records.count)
-                for (i, r) in records.enumerated() {
-                    // PutMany answers without the payloads: the caller has them, and echoing a
-                    // large batch would double what crosses the socket.
-                    wire.append(Wire.record(r, payload: item.reply == .one && i < item.payloads.count ? item.payloads[i] : nil))
+                var bytes: [UInt8] = []
+                bytes.reserveCapacity(records.count * (item.reply == .one ? 400 : 200))
+                if item.reply == .one, let first = records.first {
+                    bytes += Array(#"{"record":"#.utf8)
+                    Wire.append(first, payloadText: first.payload, to: &bytes)
+                } else {
+                    bytes += Array(#"{"records":["#.utf8)
+                    for (i, r) in records.enumerated() {
+                        if i > 0 { bytes.append(UInt8(ascii: ",")) }
+                        Wire.append(r, payloadText: nil, to: &bytes)
+                    }
+                    bytes.append(UInt8(ascii: "]"))
                 }
-                if item.reply == .one, let first = wire.first { return .success(["record": first]) }
-                return .success(["records": .array(wire)])
+                bytes.append(UInt8(ascii: "}"))
+                return .success(.json(bytes))
             }
         }
     }
 
     // MARK: Reads
 
-    func get(_ p: [String: JSONValue]) throws(VarlinkError) -> [String: JSONValue] {
+    func get(_ p: [String: JSONValue]) throws(VarlinkError) -> VarlinkReplyParameters {
         let space = p.space, entity = p["entity"]?.stringValue ?? "", id = p["id"]?.stringValue ?? ""
         let record = try now { () throws(FerryError) in
             try RecordVersion.validate(entity: entity, id: id)
             return try store.get(space: space, entity: entity, id: id)
         }
-        guard let record else { return [:] }
-        return ["record": try Wire.record(record)]
+        guard let record else { return .values([:]) }
+        var bytes = Array(#"{"record":"#.utf8)
+        Wire.append(record, payloadText: record.payload, to: &bytes)
+        bytes.append(UInt8(ascii: "}"))
+        return .json(bytes)
     }
 
-    func list(_ p: [String: JSONValue]) throws(VarlinkError) -> [String: JSONValue] {
+    func list(_ p: [String: JSONValue]) throws(VarlinkError) -> VarlinkReplyParameters {
         let space = p.space, entity = p["entity"]?.stringValue ?? ""
         let after = p["after"]?.stringValue
         let limit = Int(p["limit"]?.intValue ?? 100)
@@ -147,12 +157,21 @@ struct StoreAPI: Sendable {
             try store.list(space: space, entity: entity, after: after, limit: limit, includeDeleted: includeDeleted,
                            order: ordering, where: matching)
         }
-        var records: [JSONValue] = []
-        records.reserveCapacity(page.records.count)
-        for r in page.records { records.append(try Wire.record(r)) }
-        var reply: [String: JSONValue] = ["records": .array(records)]
-        if let next = page.next { reply["next"] = .string(next) }
-        return reply
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(page.records.count * 400 + 64)
+        if let next = page.next {
+            bytes += Array(#"{"next":"#.utf8)
+            JSONWriter.appendString(next, to: &bytes)
+            bytes += Array(#","records":["#.utf8)
+        } else {
+            bytes += Array(#"{"records":["#.utf8)
+        }
+        for (i, r) in page.records.enumerated() {
+            if i > 0 { bytes.append(UInt8(ascii: ",")) }
+            Wire.append(r, payloadText: r.payload, to: &bytes)
+        }
+        bytes += Array("]}".utf8)
+        return .json(bytes)
     }
 
     /// Streams changes after a cursor: read from the change log at the watcher's own pace and
@@ -185,11 +204,20 @@ struct StoreAPI: Sendable {
                 }
                 if let shared {
                     for item in shared.items {
-                        try await sink.send(["cursor": .int(item.seq), "record": item.wire])
+                        try await sink.send(item.reply)
                         cursor = item.seq
                     }
                     cursor = max(cursor, shared.through)
                     if shared.items.count == 500 { continue }
+                    // Caught up: changes are pushed from here on, until it falls behind.
+                    switch await feed.live(sink: sink, after: cursor, spaces: filterSpaces, entities: entities) {
+                    case .fellBehind(let at):
+                        cursor = at
+                        continue
+                    case .gone(let at):
+                        cursor = at
+                        return ["cursor": .int(cursor)]
+                    }
                 } else {
                     let page = try await run { () throws(FerryError) in
                         try store.changes(since: from, spaces: filterSpaces, entities: entities, limit: 500)
@@ -263,7 +291,7 @@ struct StoreAPI: Sendable {
 
     // MARK: Conflicts
 
-    func conflicts(_ p: [String: JSONValue]) throws(VarlinkError) -> [String: JSONValue] {
+    func conflicts(_ p: [String: JSONValue]) throws(VarlinkError) -> VarlinkReplyParameters {
         let space = p.space, entity = p["entity"]?.stringValue ?? "", id = p["id"]?.stringValue ?? ""
         let spaceName = space
         let losers = try now { () throws(FerryError) in try store.conflicts(space: space, entity: entity, id: id) }
@@ -275,7 +303,7 @@ struct StoreAPI: Sendable {
                 "winner": .string(loser.winner.text), "lostAt": .int(loser.lostAt),
             ]))
         }
-        return ["versions": .array(out)]
+        return .values(["versions": .array(out)])
     }
 
     func restoreConflict(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
@@ -312,6 +340,32 @@ struct StoreAPI: Sendable {
 
 /// Store values in their wire form.
 enum Wire {
+    /// Appends a record's wire form as JSON, keys in canonical (sorted) order. `payloadText` is
+    /// the stored payload, valid JSON text by the store's rules, written as it is; nil leaves
+    /// the payload out.
+    static func append(_ r: Record, payloadText: String?, to out: inout [UInt8]) {
+        out += Array(#"{"attachments":["#.utf8)
+        for (i, a) in r.attachments.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            JSONWriter.appendString(a, to: &out)
+        }
+        out += Array(r.deleted ? #"],"deleted":true,"entity":"#.utf8 : #"],"deleted":false,"entity":"#.utf8)
+        JSONWriter.appendString(r.entity, to: &out)
+        out += Array(#","hlc":""#.utf8)
+        out += Array(r.hlc.text.utf8)
+        out += Array(#"","id":"#.utf8)
+        JSONWriter.appendString(r.id, to: &out)
+        if let payloadText, !r.deleted {
+            out += Array(#","payload":"#.utf8)
+            out += Array(payloadText.utf8)
+        }
+        out += Array(#","seq":"#.utf8)
+        out += Array(String(r.seq).utf8)
+        out += Array(#","space":"#.utf8)
+        JSONWriter.appendString(r.space, to: &out)
+        out.append(UInt8(ascii: "}"))
+    }
+
     /// A record, with its payload parsed from the stored text (or given, when the caller has it).
     static func record(_ r: Record, payload: [String: JSONValue]?) -> JSONValue {
         WireRecord(space: r.space, entity: r.entity, id: r.id, hlc: r.hlc.text, deleted: r.deleted,

@@ -179,7 +179,7 @@ extension Store {
         let catalog = self.catalog
         var sid: Int64?
         if let space { sid = try catalog.sid(space) }
-        return try read("reading the outbox") { db in
+        return try read("reading the outbox", slow: true) { db in
             let statement = try db.prepare("""
                 SELECT o.rid, o.sid, r.entity, r.id, o.hlc, o.seq, o.queued_at FROM outbox o JOIN records r ON r.rid = o.rid
                 WHERE ?1 IS NULL OR o.sid = ?1 ORDER BY o.seq LIMIT ?2

@@ -342,9 +342,9 @@ extension Store {
 
     // MARK: Helpers
 
-    func read<T>(_ context: String, _ body: (Database) throws -> T) throws(FerryError) -> T {
+    func read<T>(_ context: String, slow: Bool = false, _ body: (Database) throws -> T) throws(FerryError) -> T {
         do {
-            return try reader.read(body)
+            return try (slow ? slowReader : reader).read(body)
         } catch let error as FerryError {
             throw error
         } catch {

@@ -4,7 +4,7 @@ import FerryModel
 extension Store {
     /// Store-wide counts (for status displays).
     public func stats() throws(FerryError) -> StoreStats {
-        try read("counting") { db in
+        try read("counting", slow: true) { db in
             func count(_ sql: String) throws -> Int64 { try db.scalarInt(sql) ?? 0 }
             return StoreStats(
                 records: Int(try count("SELECT count(*) FROM records WHERE deleted = 0")),
@@ -20,7 +20,7 @@ extension Store {
     /// A SHA-256 over every record of the given spaces (all when nil), in key order: equal on two
     /// devices exactly when they hold the same versions.
     public func digest(spaces: Set<String>? = nil) throws(FerryError) -> String {
-        try read("computing the digest") { db in
+        try read("computing the digest", slow: true) { db in
             var hasher = SHA256()
             let statement = try db.prepare("""
                 SELECT s.name, r.entity, r.id, r.hlc, r.deleted, r.payload, r.attachments

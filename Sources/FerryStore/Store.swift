@@ -26,8 +26,16 @@ public final class Store: @unchecked Sendable {
     public let nodeID: NodeID
     let catalog: Catalog
     let queue: WriteQueue
+    /// Point lookups, pages and the change log: quick reads.
     let reader: Reader
+    /// Scans (counts, digests, outbox listings), so that they never hold up a quick read.
+    let slowReader: Reader
     private let writer: Writer
+    private let checkpointer: Checkpointer
+
+    deinit {
+        checkpointer.stop()
+    }
 
     /// Opens the store in `configuration.directory`, creating or migrating it as needed.
     /// - Throws: `FerryError.storage` when the directory or database cannot be opened, is not a
@@ -53,12 +61,20 @@ public final class Store: @unchecked Sendable {
             let clock = HybridClock(node: node, last: clockState, maxDriftMillis: configuration.maxDriftMillis,
                                     wallClock: configuration.wallClock)
             nodeID = node
+            // Checkpoints run on their own thread, off the commit path.
+            try db.execute("PRAGMA wal_autocheckpoint = 0")
+            checkpointer = try Checkpointer(path: configuration.databasePath) { try Store.configure($0, configuration) }
             writer = Writer(db: db, config: configuration, catalog: catalog, clock: clock, lastSeq: lastSeq)
+            writer.checkpointer = checkpointer
             queue = WriteQueue(writer: writer)
             let readDB = try Database(path: configuration.databasePath)
             try Store.configure(readDB, configuration)
             try readDB.execute("PRAGMA query_only = ON")
             reader = Reader(db: readDB, catalog: catalog)
+            let slowDB = try Database(path: configuration.databasePath)
+            try Store.configure(slowDB, configuration)
+            try slowDB.execute("PRAGMA query_only = ON")
+            slowReader = Reader(db: slowDB, catalog: catalog)
         } catch let error as FerryError {
             throw error
         } catch {

@@ -22,6 +22,11 @@ final class Writer: @unchecked Sendable {
     private var unreferenced: Set<String> = []
     /// Told of the greatest committed sequence number after every commit that added changes.
     var onCommit: (@Sendable (Int64) -> Void)?
+    /// Runs the checkpoints; nudged every `commitsPerCheckpoint` commits.
+    var checkpointer: Checkpointer?
+    private var commitsSinceCheckpoint = 0
+    private static let commitsPerCheckpoint = 64
+    private static let maxLogBytes: Int = 64 << 20
 
     init(db: Database, config: StoreConfiguration, catalog: Catalog, clock: HybridClock, lastSeq: Int64) {
         self.db = db
@@ -92,6 +97,18 @@ final class Writer: @unchecked Sendable {
             return
         }
         persistedClock = clock.last
+        commitsSinceCheckpoint += 1
+        if commitsSinceCheckpoint >= Self.commitsPerCheckpoint {
+            commitsSinceCheckpoint = 0
+            checkpointer?.nudge()
+            // Under a steady stream of writes a background checkpoint never finds the log idle
+            // enough to restart it; past a size, the writer restarts it itself, so the log
+            // stays bounded.
+            var info = stat()
+            if stat(config.databasePath + "-wal", &info) == 0, info.st_size > Self.maxLogBytes {
+                _ = try? db.execute("PRAGMA wal_checkpoint(RESTART)")
+            }
+        }
         let actions = afterCommit
         afterCommit.removeAll()
         for action in actions { action() }

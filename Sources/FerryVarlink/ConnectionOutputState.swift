@@ -73,6 +73,19 @@ final class ConnectionOutputState: Sendable {
 
     /// Counts bytes queued without asking (a call's final reply, an error): one message
     /// per call, so the buffer stays bounded by the limit plus one message.
+    /// Reserves room without waiting: nil when it fits (and is now reserved), or why not.
+    func tryReserve(_ bytes: Int) -> VarlinkSinkError? {
+        state.withLock { state in
+            if state.closed { return .peerGone }
+            if state.tooSlow { return .peerTooSlow(limit: limit) }
+            guard state.waiter == nil, Self.fits(bytes, queued: state.queued, limit: limit) else {
+                return .peerTooSlow(limit: limit)
+            }
+            state.queued += bytes
+            return nil
+        }
+    }
+
     func addUnconditionally(_ bytes: Int) {
         state.withLock { $0.queued += bytes }
     }

@@ -159,7 +159,11 @@ final class ServerConnection: EventLoopHandler {
             let channel = ReplyChannel(
                 output: output, slowPeerGrace: core.configuration.slowPeerGrace,
                 deliver: { bytes in
-                    core.loop.execute { core.deliverStreamed(connectionID: connectionID, callID: callID, bytes: bytes) }
+                    if core.loop.inLoop {
+                        core.deliverStreamed(connectionID: connectionID, callID: callID, bytes: bytes)
+                    } else {
+                        core.loop.execute { core.deliverStreamed(connectionID: connectionID, callID: callID, bytes: bytes) }
+                    }
                 })
             let service = core.service
             let task = Task {

@@ -138,7 +138,7 @@ final class ServerCore: @unchecked Sendable, EventLoopHandler {
                     reply = nil
                 } else if i < results.count {
                     switch results[i] {
-                    case .success(let parameters): reply = VarlinkReplyMessage(parameters: parameters).encoded()
+                    case .success(let parameters): reply = parameters.encodedFinalReply()
                     case .failure(let error): reply = VarlinkReplyMessage(error).encoded()
                     }
                 } else {

@@ -18,13 +18,13 @@ public typealias VarlinkMethodHandler =
 /// A handler that runs on the server's event-loop thread and answers at once: for quick
 /// methods, where a hand-off to another thread would cost more than the work. It must not
 /// block for long: every connection of the server waits while it runs.
-public typealias VarlinkInlineHandler = @Sendable (VarlinkCall) throws(VarlinkError) -> [String: JSONValue]
+public typealias VarlinkInlineHandler = @Sendable (VarlinkCall) throws(VarlinkError) -> VarlinkReplyParameters
 
 /// A handler that receives every call of its method that arrived in one turn of the
 /// server's event loop, across all connections, and answers each (in the same order). It
 /// runs on the event-loop thread; the point is to do the work of many calls at once (one
 /// database transaction for many writers: group commit without any thread hand-off).
-public typealias VarlinkBatchHandler = @Sendable ([VarlinkCall]) -> [Result<[String: JSONValue], VarlinkError>]
+public typealias VarlinkBatchHandler = @Sendable ([VarlinkCall]) -> [Result<VarlinkReplyParameters, VarlinkError>]
 
 /// The implementation of one method of a registered interface.
 public struct VarlinkMethod: Sendable {
@@ -67,14 +67,23 @@ public struct VarlinkMethod: Sendable {
     public var handler: VarlinkMethodHandler {
         switch kind {
         case .task(let h): return h
-        case .inline(let h): return { call, _ throws(VarlinkError) in try h(call) }
+        case .inline(let h): return { call, _ throws(VarlinkError) in try Self.values(h(call)) }
         case .batch(let h):
             return { call, _ throws(VarlinkError) in
                 switch h([call])[0] {
-                case .success(let reply): return reply
+                case .success(let reply): return try Self.values(reply)
                 case .failure(let error): throw error
                 }
             }
+        }
+    }
+
+    private static func values(_ reply: VarlinkReplyParameters) throws(VarlinkError) -> [String: JSONValue] {
+        switch reply {
+        case .values(let v): return v
+        case .json(let bytes):
+            guard case .object(let o)? = try? JSONParser.parse(bytes) else { throw VarlinkError("org.varlink.service.InvalidParameter") }
+            return o
         }
     }
 }

@@ -44,6 +44,34 @@ public final class VarlinkReplySink: Sendable {
         }
     }
 
+    /// Queues an intermediate reply encoded beforehand (see `VarlinkEncodedReply`), with the
+    /// same rules as `send(_ parameters:)`.
+    public func send(_ reply: VarlinkEncodedReply) async throws(VarlinkSinkError) {
+        if finished.withLock({ $0 }) { throw .callFinished }
+        if suppressed { return }
+        guard streaming else { throw .notStreaming }
+        switch await channel.output.reserve(reply.bytes.count, grace: channel.slowPeerGrace) {
+        case .success:
+            channel.deliver(reply.bytes)
+        case let .failure(error):
+            throw error
+        }
+    }
+
+    /// Queues an intermediate reply now, without waiting, from any thread (on the server's
+    /// event-loop thread it is written at once, with no hand-off): for pushing one change to
+    /// many watchers from the thread that committed it. Fails with `.peerTooSlow` when the
+    /// connection's reply buffer has no room right now (nothing is queued then; the caller
+    /// can fall back to `send`, which waits for room), `.peerGone` when the client left.
+    public func sendNow(_ reply: VarlinkEncodedReply) -> VarlinkSinkError? {
+        if finished.withLock({ $0 }) { return .callFinished }
+        if suppressed { return nil }
+        guard streaming else { return .notStreaming }
+        if let error = channel.output.tryReserve(reply.bytes.count) { return error }
+        channel.deliver(reply.bytes)
+        return nil
+    }
+
     /// Marks the call finished; later `send`s throw `.callFinished`.
     func finish() {
         finished.withLock { $0 = true }

@@ -51,13 +51,13 @@ extension VarlinkService {
                 return (.task(handler, call), call.oneway)
             case .inline(let handler):
                 if isOutputClosed && !call.oneway { return (.done(.finished(finalReply: nil)), false) }
-                let reply: VarlinkReplyMessage
+                let reply: [UInt8]
                 do throws(VarlinkError) {
-                    reply = VarlinkReplyMessage(parameters: try handler(call))
+                    reply = try handler(call).encodedFinalReply()
                 } catch {
-                    reply = VarlinkReplyMessage(error)
+                    reply = VarlinkReplyMessage(error).encoded()
                 }
-                return (.done(.finished(finalReply: call.oneway ? nil : reply.encoded())), call.oneway)
+                return (.done(.finished(finalReply: call.oneway ? nil : reply)), call.oneway)
             case .batch(let handler):
                 if isOutputClosed && !call.oneway { return (.done(.finished(finalReply: nil)), false) }
                 return (.batch(key: call.qualifiedMethod, handler: handler, call: call), call.oneway)

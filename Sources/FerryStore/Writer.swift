@@ -27,6 +27,7 @@ final class Writer: @unchecked Sendable {
     private var commitsSinceCheckpoint = 0
     private static let commitsPerCheckpoint = 64
     private static let maxLogBytes: Int = 64 << 20
+    private lazy var logPath = config.databasePath + "-wal"
 
     init(db: Database, config: StoreConfiguration, catalog: Catalog, clock: HybridClock, lastSeq: Int64) {
         self.db = db
@@ -101,13 +102,13 @@ final class Writer: @unchecked Sendable {
         if commitsSinceCheckpoint >= Self.commitsPerCheckpoint {
             commitsSinceCheckpoint = 0
             checkpointer?.nudge()
-            // Under a steady stream of writes a background checkpoint never finds the log idle
-            // enough to restart it; past a size, the writer restarts it itself, so the log
-            // stays bounded.
-            var info = stat()
-            if stat(config.databasePath + "-wal", &info) == 0, info.st_size > Self.maxLogBytes {
-                _ = try? db.execute("PRAGMA wal_checkpoint(RESTART)")
-            }
+        }
+        // Under a steady stream of writes a background checkpoint never finds the log idle
+        // enough to start it over; past a size, the writer does it itself (and
+        // journal_size_limit then trims the file), so the log stays bounded.
+        var info = stat()
+        if stat(logPath, &info) == 0, info.st_size > Self.maxLogBytes {
+            _ = try? db.execute("PRAGMA wal_checkpoint(RESTART)")
         }
         let actions = afterCommit
         afterCommit.removeAll()

@@ -46,11 +46,52 @@ struct StoreAPI: Sendable {
         var reply: Reply
     }
 
+    /// A payload the API parsed, serialized canonically; well formed by construction when it is
+    /// within the store's depth limit (the store then checks only its size).
+    func request(entity: String, id: String?, payload: [String: JSONValue], attachments: [String]) -> PutRequest {
+        let value = JSONValue.object(payload)
+        return PutRequest(entity: entity, id: id, payload: JSONWriter.string(value), attachments: attachments,
+                          payloadIsWellFormed: Self.depth(of: value, limit: maxPayloadDepth) <= maxPayloadDepth)
+    }
+
+    var maxPayloadDepth: Int { store.configuration.limits.maxPayloadDepth }
+
+    /// The nesting depth of `value` (an object or array counts 1), counting no further than
+    /// `limit + 1`.
+    static func depth(of value: JSONValue, limit: Int) -> Int {
+        switch value {
+        case .object(let o):
+            if limit <= 0 { return 1 }
+            var deepest = 0
+            for v in o.values {
+                switch v {
+                case .object, .array: deepest = max(deepest, depth(of: v, limit: limit - 1))
+                default: continue
+                }
+                if deepest >= limit { break }
+            }
+            return 1 + deepest
+        case .array(let a):
+            if limit <= 0 { return 1 }
+            var deepest = 0
+            for v in a {
+                switch v {
+                case .object, .array: deepest = max(deepest, depth(of: v, limit: limit - 1))
+                default: continue
+                }
+                if deepest >= limit { break }
+            }
+            return 1 + deepest
+        default:
+            return 0
+        }
+    }
+
     func putOperation(_ call: VarlinkCall) -> PendingWrite {
         let p = call.parameters
         let payload = p["payload"]?.objectValue ?? [:]
-        let request = PutRequest(entity: p["entity"]?.stringValue ?? "", id: p["id"]?.stringValue,
-                                 payload: JSONWriter.string(.object(payload)), attachments: p.stringArray("attachments"))
+        let request = request(entity: p["entity"]?.stringValue ?? "", id: p["id"]?.stringValue,
+                              payload: payload, attachments: p.stringArray("attachments"))
         return PendingWrite(operation: .put(space: p.space, [request]), payloads: [payload], reply: .one)
     }
 
@@ -65,8 +106,8 @@ struct StoreAPI: Sendable {
             let o = item.objectValue ?? [:]
             let payload = o["payload"]?.objectValue ?? [:]
             payloads.append(payload)
-            requests.append(PutRequest(entity: o["entity"]?.stringValue ?? "", id: o["id"]?.stringValue,
-                                       payload: JSONWriter.string(.object(payload)), attachments: o.stringArray("attachments")))
+            requests.append(request(entity: o["entity"]?.stringValue ?? "", id: o["id"]?.stringValue,
+                                    payload: payload, attachments: o.stringArray("attachments")))
         }
         return PendingWrite(operation: .put(space: p.space, requests), payloads: payloads, reply: .many)
     }

@@ -62,7 +62,9 @@ extension RecordVersion {
     /// Checks every field against the record model. Pure: it changes nothing.
     /// - Throws: the first `FerryError` found: `invalidEntity`, `invalidID`, `invalidPayload`,
     ///   `payloadTooLarge`, `invalidAttachmentReference`.
-    public func validate(limits: RecordLimits = .default) throws(FerryError) {
+    /// - Parameter payloadIsWellFormed: the caller produced the payload itself by serializing
+    ///   a JSON object no deeper than `limits.maxPayloadDepth`, so only its size is checked.
+    public func validate(limits: RecordLimits = .default, payloadIsWellFormed: Bool = false) throws(FerryError) {
         try RecordVersion.validate(entity: entity, id: id)
         if deleted {
             if payload != nil { throw .invalidPayload(entity: entity, id: id, reason: "a tombstone has no payload") }
@@ -70,7 +72,14 @@ extension RecordVersion {
             guard let payload else {
                 throw .invalidPayload(entity: entity, id: id, reason: "a payload (a JSON object) is required unless the record is deleted")
             }
-            try RecordVersion.validatePayload(payload, entity: entity, id: id, limits: limits)
+            if payloadIsWellFormed {
+                let size = payload.utf8.count
+                if size > limits.maxPayloadBytes {
+                    throw .payloadTooLarge(entity: entity, id: id, size: size, limit: limits.maxPayloadBytes)
+                }
+            } else {
+                try RecordVersion.validatePayload(payload, entity: entity, id: id, limits: limits)
+            }
         }
         if attachments.count > limits.maxAttachments {
             throw .invalidPayload(entity: entity, id: id, reason: "at most \(limits.maxAttachments) attachments per record")

@@ -30,12 +30,17 @@ public struct PutRequest: Sendable, Hashable {
     /// The text of a JSON object.
     public var payload: String
     public var attachments: [String]
+    /// The caller serialized `payload` itself from a JSON object no deeper than the store's
+    /// payload depth limit (as ferryd does with what its API parsed), so the store checks only
+    /// its size instead of parsing it again.
+    public var payloadIsWellFormed: Bool
 
-    public init(entity: String, id: String? = nil, payload: String, attachments: [String] = []) {
+    public init(entity: String, id: String? = nil, payload: String, attachments: [String] = [], payloadIsWellFormed: Bool = false) {
         self.entity = entity
         self.id = id
         self.payload = payload
         self.attachments = attachments
+        self.payloadIsWellFormed = payloadIsWellFormed
     }
 }
 

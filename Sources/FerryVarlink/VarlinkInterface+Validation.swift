@@ -12,14 +12,16 @@ extension VarlinkInterface {
     /// - Returns: `nil` when valid, else the name of the first invalid top-level
     ///   parameter: declared fields in declaration order, then unknown ones sorted.
     public func invalidParameter(in parameters: [String: JSONValue], for fields: [VarlinkField]) -> String? {
-        for field in fields where !matches(parameters[field.name], field.type) {
-            return field.name
+        // Checked for every call and every element of every array of structs: no allocation
+        // on the valid path.
+        var declaredPresent = 0
+        for field in fields {
+            let value = parameters[field.name]
+            if value != nil { declaredPresent += 1 }
+            if !matches(value, field.type) { return field.name }
         }
-        if parameters.count > fields.count || fields.contains(where: { parameters[$0.name] == nil }) {
-            let declared = Set(fields.map(\.name))
-            if let unknown = parameters.keys.filter({ !declared.contains($0) }).sorted().first {
-                return unknown
-            }
+        if parameters.count > declaredPresent {
+            return parameters.keys.filter { key in !fields.contains { $0.name == key } }.sorted().first
         }
         return nil
     }

@@ -58,6 +58,29 @@ import FerryVarlink
         daemon.stop()
     }
 
+    /// The payload depth limit (128) holds for payloads that came through the API too.
+    @Test func payloadDepthLimit() async throws {
+        let daemon = try DaemonHarness(name: "depth")
+        try daemon.start()
+        let client = try daemon.client()
+        func nested(_ depth: Int) -> JSONValue {
+            var v: JSONValue = .object([:])
+            for _ in 1..<depth { v = .object(["a": v]) }
+            return v
+        }
+        _ = try await client.call("io.ferry.Store.Put", ["entity": "n", "id": "ok", "payload": nested(128)])
+        await expectRemoteError("io.ferry.Store.InvalidPayload") {
+            _ = try await client.call("io.ferry.Store.Put", ["entity": "n", "id": "deep", "payload": nested(129)])
+        }
+        await expectRemoteError("io.ferry.Store.InvalidPayload") {
+            _ = try await client.call("io.ferry.Store.PutMany", ["records": [["entity": "n", "id": "deep2", "payload": nested(200)]]])
+        }
+        let got = try await client.call("io.ferry.Store.Get", ["entity": "n", "id": "deep"])
+        #expect(got["record"] == nil)
+        client.close()
+        daemon.stop()
+    }
+
     @Test func oversizeMessageClosesTheConnection() async throws {
         let daemon = try DaemonHarness(name: "oversize")
         try daemon.start()

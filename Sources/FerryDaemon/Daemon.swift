@@ -127,6 +127,9 @@ public enum Daemon {
                     logger.notice(event.description)
                 }
             })
+        // Signals are caught before the socket answers, so that a SIGHUP or SIGTERM sent as
+        // soon as ferryd is reachable is handled, not fatal.
+        let signals = SignalStream(signals: [SIGTERM, SIGINT, SIGHUP])
         do {
             try await server.start()
         } catch {
@@ -134,7 +137,6 @@ public enum Daemon {
             return 1
         }
 
-        let signals = SignalStream(signals: [SIGTERM, SIGINT, SIGHUP])
         let engineTask = Task { await engine.run() }
         let stats = try? store.stats()
         logger.info("ferryd \(FerryVersion.string) ready: node \(store.nodeID), \(stats?.records ?? 0) records, socket \(socketDescription)",

@@ -65,21 +65,29 @@ extension Store {
                 results[i] = .failure(error)
             }
         }
-        if !prepared.isEmpty {
+        if prepared.count == 1 {
+            // One write: its own job, rolled back whole on failure; no savepoint needed.
+            let (index, item) = prepared[0]
+            do throws(FerryError) {
+                results[index] = .success(try write("writing") { writer in try item.run(writer) })
+            } catch {
+                results[index] = .failure(error)
+            }
+        } else if !prepared.isEmpty {
             let items = prepared
             do throws(FerryError) {
                 let outcomes = try write("writing \(items.count) batch(es)") { writer -> [Result<[Record], FerryError>] in
                     try items.map { item in
                         // A savepoint each, so one failing write leaves the others in the transaction.
-                        try writer.db.execute("SAVEPOINT op")
+                        try writer.db.cached("SAVEPOINT op").run()
                         let mark = writer.jobEffectsMark
                         do {
                             let records = try item.1.run(writer)
-                            try writer.db.execute("RELEASE op")
+                            try writer.db.cached("RELEASE op").run()
                             return .success(records)
                         } catch {
-                            try writer.db.execute("ROLLBACK TO op")
-                            try writer.db.execute("RELEASE op")
+                            try writer.db.cached("ROLLBACK TO op").run()
+                            try writer.db.cached("RELEASE op").run()
                             writer.discardJobEffects(since: mark)
                             if let e = error as? FerryError { return .failure(e) }
                             return .failure(.storage(context: "writing", message: "\(error)"))

@@ -47,7 +47,7 @@ final class Writer: @unchecked Sendable {
     /// each when there are several); a failed commit fails them all.
     func runBatch(_ batch: [WriteQueue.Job]) {
         do {
-            try db.execute("BEGIN IMMEDIATE")
+            try db.cached("BEGIN IMMEDIATE").run()
         } catch {
             for job in batch { job.failure = error }
             return
@@ -70,14 +70,14 @@ final class Writer: @unchecked Sendable {
             for job in batch {
                 let jobSeq = seq
                 do {
-                    try db.execute("SAVEPOINT job")
+                    try db.cached("SAVEPOINT job").run()
                     try job.work(self)
-                    try db.execute("RELEASE job")
+                    try db.cached("RELEASE job").run()
                     afterCommit += jobAfterCommit
                 } catch {
                     job.failure = error
-                    try? db.execute("ROLLBACK TO job")
-                    try? db.execute("RELEASE job")
+                    try? db.cached("ROLLBACK TO job").run()
+                    try? db.cached("RELEASE job").run()
                     seq = jobSeq
                 }
                 jobAfterCommit.removeAll()
@@ -89,7 +89,7 @@ final class Writer: @unchecked Sendable {
                 statement.bind(1, clock.last.text)
                 try statement.run()
             }
-            try db.execute("COMMIT")
+            try db.cached("COMMIT").run()
         } catch {
             try? db.execute("ROLLBACK")
             for job in batch where job.failure == nil { job.failure = error }

@@ -57,19 +57,20 @@ let package = Package(
         .executableTarget(
             name: "ferry-crash-writer", dependencies: ["FerryStore"],
             path: "Tests/Support/ferry-crash-writer"),
+        .target(name: "FerryTestSupport", path: "Tests/Support/FerryTestSupport"),
         .executableTarget(
             name: "varlink-certification", dependencies: ["FerryVarlink"],
             path: "Tests/Support/varlink-certification"),
 
         // Tests (Swift Testing).
-        .testTarget(name: "FerryJSONTests", dependencies: ["FerryJSON"]),
+        .testTarget(name: "FerryJSONTests", dependencies: ["FerryJSON", "FerryTestSupport"]),
         .testTarget(name: "FerryModelTests", dependencies: ["FerryModel"]),
-        .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerrySQLite", "FerryModel"]),
-        .testTarget(name: "FerryVarlinkTests", dependencies: ["FerryVarlink"]),
+        .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerrySQLite", "FerryModel", "FerryTestSupport"]),
+        .testTarget(name: "FerryVarlinkTests", dependencies: ["FerryVarlink", "FerryTestSupport"]),
         .testTarget(name: "FerryDaemonTests", dependencies: ["FerryDaemon", "FerryAPI", "FerryJSON", "FerryStore", "FerryVarlink"]),
         .testTarget(name: "FerryClientTests", dependencies: ["FerryClient", "FerryAPI", "FerryJSON"]),
         // Real processes: ferryd, ferryctl, systemd as PID 1 in a namespace.
-        .testTarget(name: "FerryIntegrationTests", dependencies: ["FerryClient", "FerryAPI", "FerryVarlink", "FerryJSON"]),
+        .testTarget(name: "FerryIntegrationTests", dependencies: ["FerryClient", "FerryAPI", "FerryVarlink", "FerryJSON", "FerryTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

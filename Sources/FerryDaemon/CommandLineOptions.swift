@@ -1,3 +1,5 @@
+import Foundation
+
 /// ferryd's command line. Pure: parsing touches nothing.
 public struct CommandLineOptions: Sendable, Equatable {
     public var configPath: String?
@@ -69,13 +71,6 @@ public struct CommandLineOptions: Sendable, Equatable {
 
     private static func absolute(_ path: String, _ flag: String) throws(Problem) -> String {
         if path.hasPrefix("/") { return path }
-        let cwd = FileManagerShim.currentDirectory
-        return cwd + "/" + path
+        return FileManager.default.currentDirectoryPath + "/" + path
     }
-}
-
-import Foundation
-
-enum FileManagerShim {
-    static var currentDirectory: String { FileManager.default.currentDirectoryPath }
 }

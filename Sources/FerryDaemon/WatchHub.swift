@@ -41,6 +41,4 @@ final class WatchHub: Sendable {
         }
         return stream
     }
-
-    var watcherCount: Int { state.withLock { $0.waiters.count } }
 }

@@ -1,3 +1,4 @@
+import FerryTestSupport
 import Foundation
 import FerryJSON
 import FerryVarlink
@@ -87,18 +88,9 @@ struct HarnessError: Error, CustomStringConvertible {
     init(_ d: String) { description = d }
 }
 
-/// Finds the executables `swift build` put beside the test binary.
+/// Executables the integration tests start.
 enum Executables {
-    static func path(_ name: String) throws -> String {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
-        for _ in 0..<3 {
-            let candidate = dir.appendingPathComponent(name).path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            dir.deleteLastPathComponent()
-        }
-        throw HarnessError("\(name) not found next to \(exe): run 'swift build' before 'swift test' (make test does)")
-    }
+    static func path(_ name: String) throws -> String { try BuiltExecutable.path(name) }
 
     /// The Python with PyPI's `varlink` package: $FERRY_PYTHON (make test sets it to its venv),
     /// else python3 on the PATH.

@@ -1,5 +1,6 @@
 import FerryJSON
 import Foundation
+import FerryTestSupport
 import Testing
 
 /// Seeded mutation fuzzing: flip, overwrite, insert, delete and duplicate bytes of

@@ -1,3 +1,4 @@
+import FerryTestSupport
 import Foundation
 import Testing
 @testable import FerryModel
@@ -13,7 +14,7 @@ import Testing
     func replicasConverge() throws {
         let seed = UInt64(ProcessInfo.processInfo.environment["FERRY_SEED"] ?? "") ?? UInt64.random(in: 0...UInt64(UInt32.max))
         let context = "seed \(seed) (rerun with FERRY_SEED=\(seed))"
-        var random = SeededRandom(seed: seed)
+        var random = SplitMix64(seed: seed)
         let replicaCount = 5, operations = 10_000
         let dirs = (0..<replicaCount).map { TempDir("replica\($0)") }
         let walls = (0..<replicaCount).map { _ in TestWall() }

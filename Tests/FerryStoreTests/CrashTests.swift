@@ -1,3 +1,4 @@
+import FerryTestSupport
 import Foundation
 import Testing
 @testable import FerryModel
@@ -9,8 +10,8 @@ import FerrySQLite
     @Test(.timeLimit(.minutes(5)))
     func acknowledgedWritesSurviveSIGKILL() throws {
         let seed = UInt64(ProcessInfo.processInfo.environment["FERRY_SEED"] ?? "") ?? UInt64.random(in: 0...UInt64(UInt32.max))
-        var random = SeededRandom(seed: seed)
-        let writer = try ExecutableLocator.path("ferry-crash-writer")
+        var random = SplitMix64(seed: seed)
+        let writer = try BuiltExecutable.path("ferry-crash-writer")
         let dir = TempDir("crash")
         var acked: [String: Set<Int>] = ["put": [], "team": [], "delete": []]
         var next = 0

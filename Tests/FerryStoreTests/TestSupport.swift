@@ -1,3 +1,4 @@
+import FerryTestSupport
 import Foundation
 import Synchronization
 @testable import FerryModel
@@ -18,19 +19,6 @@ final class TestWall: Sendable {
     let now = Atomic<Int64>(1_764_417_600_000)
     func advance(_ delta: Int64) { now.add(delta, ordering: .relaxed) }
     var read: @Sendable () -> Int64 { { self.now.load(ordering: .relaxed) } }
-}
-
-/// A seeded generator (SplitMix64), so failures can be replayed from the printed seed.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 func makeStore(_ dir: TempDir, wall: TestWall? = nil, immutable: Set<String> = [], node: UInt64? = nil,

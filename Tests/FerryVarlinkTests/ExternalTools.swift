@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import FerryTestSupport
 import Testing
 
 @testable import FerryVarlink
@@ -135,13 +136,11 @@ actor ExternalTools {
     /// Our certification server, built next to this test binary by `swift build`.
     nonisolated var certificationServer: String {
         get throws {
-            let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-            let path = exe.deletingLastPathComponent().appendingPathComponent("varlink-certification").path
-            guard FileManager.default.isExecutableFile(atPath: path) else {
-                throw ExternalToolError.missing(
-                    "varlink-certification is not built at \(path); run `swift build` before `swift test`")
+            do {
+                return try BuiltExecutable.path("varlink-certification")
+            } catch {
+                throw ExternalToolError.missing(String(describing: error))
             }
-            return path
         }
     }
 

@@ -21,23 +21,6 @@ struct TemporaryDirectory {
     }
 }
 
-/// Deterministic random numbers for fuzzing: the seed is printed on failure.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// A Unix socket speaking raw bytes, for tests that must send what a proper client never
 /// would. Non-blocking underneath and polled with `Task.sleep`, so a test waiting for a
 /// reply never blocks a thread of the cooperative pool that the server's handlers need.

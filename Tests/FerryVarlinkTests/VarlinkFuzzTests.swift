@@ -1,5 +1,6 @@
 import FerryJSON
 import Foundation
+import FerryTestSupport
 import Testing
 
 @testable import FerryVarlink

@@ -1,12 +1,12 @@
-/// A tiny seeded generator, so fuzz failures can be replayed from the printed seed.
-struct SplitMix64: RandomNumberGenerator {
+/// A small seeded generator (SplitMix64), so randomized tests replay from the printed seed.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    init(seed: UInt64) {
+    public init(seed: UInt64) {
         state = seed
     }
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -37,6 +37,10 @@ let package = Package(
         // Storage: records, outbox, change log, attachments on SQLite.
         .target(name: "FerryStore", dependencies: ["FerryModel", "FerrySQLite", "FerryCrypto", "FerryJSON"]),
 
+        // Sync: sealed envelopes, owner keys, the transport contract, the folder transport and
+        // the sync engine over the store.
+        .target(name: "FerrySync", dependencies: ["FerryModel", "FerryCrypto", "FerryJSON", "FerryStore", "CSodium"]),
+
         // IPC: the Varlink protocol (framing, messages, service dispatch, client).
         .target(name: "FerryVarlink", dependencies: ["FerryJSON"]),
         // The API contract: interface definitions and wire forms shared by daemon and clients.
@@ -46,7 +50,7 @@ let package = Package(
 
         // The daemon: configuration, logging, the API service over the store, watchers.
         .target(name: "FerryDaemon", dependencies: [
-            "FerryAPI", "FerryStore", "FerryVarlink", "FerrySystemd", "FerryJSON", "FerryModel"]),
+            "FerryAPI", "FerryStore", "FerrySync", "FerryVarlink", "FerrySystemd", "FerryJSON", "FerryModel"]),
 
         // Executables.
         .executableTarget(name: "ferry-bench", dependencies: ["FerryStore", "FerrySQLite", "FerryModel", "FerryVarlink", "FerryJSON"]),
@@ -67,6 +71,7 @@ let package = Package(
         .testTarget(name: "FerryModelTests", dependencies: ["FerryModel"]),
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerrySQLite", "FerryModel", "FerryTestSupport"]),
         .testTarget(name: "FerryVarlinkTests", dependencies: ["FerryVarlink", "FerryTestSupport"]),
+        .testTarget(name: "FerrySyncTests", dependencies: ["FerrySync", "FerryStore", "FerryModel", "FerryCrypto", "FerryTestSupport"]),
         .testTarget(name: "FerryDaemonTests", dependencies: ["FerryDaemon", "FerryAPI", "FerryJSON", "FerryStore", "FerryVarlink"]),
         .testTarget(name: "FerryClientTests", dependencies: ["FerryClient", "FerryAPI", "FerryJSON"]),
         // Real processes: ferryd, ferryctl, systemd as PID 1 in a namespace.

@@ -1,0 +1,127 @@
+/// What every transport (the synced folder, the relay, later CloudKit) offers the sync engine.
+///
+/// A transport moves sealed envelopes and sealed attachment blobs of one owner; it never sees
+/// keys or plaintext. Every method may be called from any task; a transport serializes its own
+/// state. Methods fail only with `TransportFailure`, whose kind tells the engine what to do.
+public protocol Transport: AnyObject, Sendable {
+    /// The transport's name within its space (`ferryctl transport add NAME ...`).
+    var name: String { get }
+
+    /// Stores a batch of envelopes (at most `SyncLimits.maxBatchEnvelopes` of them and
+    /// `SyncLimits.maxBatchBytes` in all). The answer has one outcome per envelope, in order.
+    /// Pushing an envelope again (the same owner and event id) answers `.duplicate`.
+    func push(_ batch: [Envelope]) async throws(TransportFailure) -> [PushOutcome]
+
+    /// The envelopes stored after `cursor` (nil: from the beginning), at most `limit` of them.
+    /// When none are there, waits up to `wait` for some to arrive (file-system events, a
+    /// long-poll) before answering with an empty page; returns early when the task is cancelled.
+    /// The page may include this device's own envelopes; the engine skips them.
+    func pull(after cursor: String?, limit: Int, wait: Duration) async throws(TransportFailure) -> PullPage
+
+    /// Stores a sealed attachment blob read from the file at `path` under `key`. Idempotent.
+    func putBlob(key: BlobKey, from path: String) async throws(TransportFailure)
+
+    /// Whether a blob is stored under `key`.
+    func hasBlob(key: BlobKey) async throws(TransportFailure) -> Bool
+
+    /// Writes the sealed blob stored under `key` to the file at `path` (replacing it) and returns
+    /// true, or returns false when no such blob is there (yet).
+    func getBlob(key: BlobKey, to path: String) async throws(TransportFailure) -> Bool
+
+    /// What the transport can tell about itself (reachable, writable, problems seen).
+    func status() async -> TransportStatus
+
+    /// Stops background work (watchers, connections). The transport is not used afterwards.
+    func close() async
+}
+
+/// The engine's batching limits.
+public enum SyncLimits {
+    /// The most envelopes in one push.
+    public static let maxBatchEnvelopes = 400
+    /// The most bytes of envelopes in one push.
+    public static let maxBatchBytes = 2 << 20
+}
+
+/// The address of a sealed attachment blob: a keyed hash of the attachment's SHA-256 under the
+/// owner's key, 64 lowercase hex digits, so a host cannot test which file a user holds.
+public typealias BlobKey = String
+
+/// What a transport did with one pushed envelope.
+public enum PushOutcome: Sendable, Hashable {
+    /// Stored.
+    case accepted
+    /// It was there already.
+    case duplicate
+    /// Refused for good (the reason is kept in the outbox and shown by `ferryctl outbox`).
+    case rejected(String)
+}
+
+/// One page of a pull.
+public struct PullPage: Sendable {
+    /// Envelopes in the transport's order.
+    public var envelopes: [Envelope]
+    /// Envelopes the transport found but could not read (corrupt frames); the engine logs them
+    /// and goes on.
+    public var unreadable: [String]
+    /// The cursor after this page, to pass to the next pull and to keep as progress.
+    public var cursor: String
+    /// More envelopes are there right now: pull again without waiting.
+    public var more: Bool
+
+    public init(envelopes: [Envelope], unreadable: [String] = [], cursor: String, more: Bool) {
+        self.envelopes = envelopes
+        self.unreadable = unreadable
+        self.cursor = cursor
+        self.more = more
+    }
+}
+
+/// A transport's failure, by what the engine should do about it.
+public enum TransportFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Credentials were refused: stop until the user fixes them.
+    case unauthorized(String)
+    /// The host's quota is used up: retry slowly.
+    case quotaExceeded(String)
+    /// The host asked to slow down; retry after the given time when it said one.
+    case rateLimited(retryAfter: Duration?, String)
+    /// The host or folder cannot be reached right now: retry with backoff.
+    case unavailable(String)
+    /// The request is wrong and will not succeed if repeated.
+    case rejected(String)
+
+    /// A short name of the kind: `unauthorized`, `quota`, `rate-limited`, `unavailable`, `rejected`.
+    public var kind: String {
+        switch self {
+        case .unauthorized: "unauthorized"
+        case .quotaExceeded: "quota"
+        case .rateLimited: "rate-limited"
+        case .unavailable: "unavailable"
+        case .rejected: "rejected"
+        }
+    }
+
+    public var message: String {
+        switch self {
+        case .unauthorized(let m), .quotaExceeded(let m), .rateLimited(_, let m), .unavailable(let m), .rejected(let m): m
+        }
+    }
+
+    public var description: String { "\(kind): \(message)" }
+}
+
+/// A transport's own account of itself.
+public struct TransportStatus: Sendable, Hashable {
+    /// `ok`, or a short problem (`unavailable`, `read-only`, `corrupt-frames`, ...).
+    public var state: String
+    /// A sentence for the user when something is wrong: what happened and what to do.
+    public var message: String?
+    /// Extra figures (`segments`, `bytes`, `devices`, ...) shown by `ferryctl status`.
+    public var details: [String: String]
+
+    public init(state: String = "ok", message: String? = nil, details: [String: String] = [:]) {
+        self.state = state
+        self.message = message
+        self.details = details
+    }
+}

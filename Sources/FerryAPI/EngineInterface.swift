@@ -16,19 +16,41 @@ public enum EngineInterface {
       createdAt: int
     )
 
-    # Per-transport progress and health.
+    # One transport of a space: its configuration, progress and health.
     type TransportStatus (
       space: string,
       name: string,
+      # "folder" (a synced folder) or "relay".
       kind: string,
+      # The folder's path or the relay's URL.
+      location: ?string,
       # Progress values ("push:<name>", "cursor:<name>").
       push: ?string,
       cursor: ?string,
       # Records this transport still needs.
       pending: int,
+      # The sync loops: "starting", "idle", "pushing", "pulling", "backoff", "paused" or
+      # "failed" (the transport could not be started: see lastError).
+      state: ?string,
+      # The last failure, as a sentence that says what to do, and its kind
+      # ("unavailable", "unauthorized", "quota", "rate-limited", "rejected", "local").
       lastError: ?string,
+      lastErrorKind: ?string,
       lastErrorAt: ?int,
-      lastSuccessAt: ?int
+      lastSuccessAt: ?int,
+      # When the next retry is due while backing off (Unix milliseconds).
+      retryAt: ?int,
+      # Envelopes pushed and pulled since ferryd started, and envelopes or frames refused
+      # (another owner, a wrong key, tampering, corruption), with the last refusal.
+      pushed: ?int,
+      pulled: ?int,
+      refused: ?int,
+      lastRefusal: ?string,
+      # The transport's own account: "ok", "unavailable", "read-only", "corrupt-frames", ...
+      # with a message when something is wrong, and figures such as "devices" and "bytes".
+      transportState: ?string,
+      transportMessage: ?string,
+      details: ?[string]string
     )
 
     # One transport's state of an outbox entry.
@@ -77,6 +99,41 @@ public enum EngineInterface {
     # Starts a sync round now (of one space, or all) instead of waiting for the next trigger.
     method SyncNow(space: ?string) -> ()
 
+    # The transports of one space, or of every space.
+    method Transports(space: ?string) -> (transports: []TransportStatus)
+
+    # Adds a transport to a space (default: the private space) and queues every record of
+    # the space for it. kind "folder": location is the absolute path of an existing directory
+    # that a file-sync tool keeps in sync between devices. Adding an existing name again
+    # replaces its configuration.
+    method AddTransport(space: ?string, name: string, kind: string, location: string) -> (transport: TransportStatus)
+
+    # Removes a transport: its cursor and progress are dropped; the data stays.
+    method RemoveTransport(space: ?string, name: string) -> ()
+
+    # The recovery phrase of a space's owner: whoever has it can read and write the space's
+    # synced data. Keys leave the device only this way.
+    method OwnerPhrase(space: ?string) -> (owner: string, phrase: string)
+
+    # Makes a space belong to the owner of a recovery phrase (another device's). The records
+    # already here are kept and queued for upload under the new owner.
+    method RestoreOwner(space: ?string, phrase: string) -> (owner: string)
+
+    # Pauses every sync loop; local reads and writes go on and the outbox keeps growing.
+    # Kept across restarts.
+    method Pause() -> ()
+
+    # Resumes syncing after Pause.
+    method Resume() -> ()
+
+    # Writes a sealed bundle of every space (records, tombstones and attachments, each space
+    # sealed under its owner's keys) to path (an absolute path; replaced if it exists).
+    method Export(path: string) -> (spaces: int, records: int, attachments: int, bytes: int)
+
+    # Merges a bundle written by Export with the merge rules. A space is imported when this
+    # device has a space with the bundle's owner (restore it first with RestoreOwner).
+    method Import(path: string) -> (applied: int, duplicates: int, lost: int, refused: int, skippedOwners: []string)
+
     # The spaces on this device.
     method Spaces() -> (spaces: []Space)
 
@@ -89,6 +146,12 @@ public enum EngineInterface {
     error SpaceExists (space: string, message: string)
     # No such space.
     error SpaceNotFound (space: string, message: string)
+    # No transport of that name in the space.
+    error TransportNotFound (space: string, name: string, message: string)
+    # The recovery phrase has a typo or is not a Ferry recovery phrase.
+    error InvalidRecoveryPhrase (message: string)
+    # A bundle could not be written or read.
+    error BundleFailure (path: string, message: string)
     # A parameter has a value the method cannot use.
     error InvalidArgument (parameter: string, message: string)
     # The daemon could not read or write its files.

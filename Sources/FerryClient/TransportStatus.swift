@@ -21,6 +21,26 @@ public struct TransportStatus: Sendable, Hashable {
     public var lastErrorAt: Int64?
     /// When it last succeeded, in Unix milliseconds.
     public var lastSuccessAt: Int64?
+    /// The folder's path or the relay's URL.
+    public var location: String?
+    /// The sync loops' state: `starting`, `idle`, `pushing`, `pulling`, `backoff`, `paused`,
+    /// `failed`.
+    public var state: String?
+    /// The last failure's kind (`unavailable`, `unauthorized`, `quota`, ...).
+    public var lastErrorKind: String?
+    /// When the next retry is due while backing off (Unix milliseconds).
+    public var retryAt: Int64?
+    /// Envelopes pushed, pulled and refused since the daemon started.
+    public var pushed: Int64?
+    public var pulled: Int64?
+    public var refused: Int64?
+    /// The last refused envelope or unreadable frame, with why.
+    public var lastRefusal: String?
+    /// The transport's own account (`ok`, `unavailable`, `read-only`, ...), its message and
+    /// figures.
+    public var transportState: String?
+    public var transportMessage: String?
+    public var details: [String: String]
 
     public init(space: String, name: String, kind: String, push: String?, cursor: String?, pending: Int,
                 lastError: String?, lastErrorAt: Int64?, lastSuccessAt: Int64?) {
@@ -33,6 +53,7 @@ public struct TransportStatus: Sendable, Hashable {
         self.lastError = lastError
         self.lastErrorAt = lastErrorAt
         self.lastSuccessAt = lastSuccessAt
+        self.details = [:]
     }
 
     /// Reads the wire form.
@@ -47,6 +68,21 @@ public struct TransportStatus: Sendable, Hashable {
         lastError = try json.optionalString("lastError")
         lastErrorAt = try json.optionalInt64("lastErrorAt")
         lastSuccessAt = try json.optionalInt64("lastSuccessAt")
+        location = try json.optionalString("location")
+        state = try json.optionalString("state")
+        lastErrorKind = try json.optionalString("lastErrorKind")
+        retryAt = try json.optionalInt64("retryAt")
+        pushed = try json.optionalInt64("pushed")
+        pulled = try json.optionalInt64("pulled")
+        refused = try json.optionalInt64("refused")
+        lastRefusal = try json.optionalString("lastRefusal")
+        transportState = try json.optionalString("transportState")
+        transportMessage = try json.optionalString("transportMessage")
+        var details: [String: String] = [:]
+        if case .object(let o)? = json["details"] {
+            for (k, v) in o { if let text = v.stringValue { details[k] = text } }
+        }
+        self.details = details
     }
 
     /// The wire form.
@@ -59,6 +95,17 @@ public struct TransportStatus: Sendable, Hashable {
         object.setIfPresent("lastError", lastError.json)
         object.setIfPresent("lastErrorAt", lastErrorAt.json)
         object.setIfPresent("lastSuccessAt", lastSuccessAt.json)
+        object.setIfPresent("location", location.json)
+        object.setIfPresent("state", state.json)
+        object.setIfPresent("lastErrorKind", lastErrorKind.json)
+        object.setIfPresent("retryAt", retryAt.json)
+        object.setIfPresent("pushed", pushed.json)
+        object.setIfPresent("pulled", pulled.json)
+        object.setIfPresent("refused", refused.json)
+        object.setIfPresent("lastRefusal", lastRefusal.json)
+        object.setIfPresent("transportState", transportState.json)
+        object.setIfPresent("transportMessage", transportMessage.json)
+        if !details.isEmpty { object["details"] = .object(details.mapValues { .string($0) }) }
         return .object(object)
     }
 }

@@ -2,6 +2,7 @@ import FerryAPI
 import FerryJSON
 import FerryModel
 import FerryStore
+import FerrySync
 import FerrySystemd
 import FerryVarlink
 import Foundation
@@ -71,17 +72,30 @@ public enum Daemon {
         let hub = WatchHub(lastSeq: store.lastSeq)
         let engine = EngineLoop(store: store, logger: logger, watchdogTimeout: SystemdNotifier.watchdogTimeout)
         let feed = ChangeFeed(store: store, hub: hub)
+        let sync = SyncEngine(store: store, options: config.syncOptions, log: SyncLog { level, message, fields in
+            switch level {
+            case .error: logger.error(message, fields)
+            case .warning: logger.warning(message, fields)
+            case .notice: logger.notice(message, fields)
+            case .info: logger.info(message, fields)
+            case .debug: logger.debug(message, fields)
+            }
+        }, makeTransport: { info, keys, node throws(TransportFailure) in
+            try TransportConfiguration.transport(info, keys: keys, device: node)
+        })
         store.setCommitObserver { seq in
             hub.committed(seq)
             feed.publish()
             engine.wake()
+            sync.localChange()
         }
+        DeclaredTransports.apply(config.transports, to: store, logger: logger)
 
         var service = VarlinkService(vendor: FerryVersion.vendor, product: "ferryd", version: FerryVersion.string, url: FerryVersion.url)
         do {
             try service.register(StoreInterface.definition, methods: StoreAPI(store: store, hub: hub, feed: feed, logger: logger).methods)
             try service.register(EngineInterface.definition,
-                                 methods: EngineAPI(store: store, engine: engine, startedAt: started).methods)
+                                 methods: EngineAPI(store: store, engine: engine, sync: sync, startedAt: started).methods)
         } catch {
             logger.error("internal error: the API definition does not load: \(error)")
             return 1
@@ -138,6 +152,7 @@ public enum Daemon {
         }
 
         let engineTask = Task { await engine.run() }
+        await sync.reconcile()
         let stats = try? store.stats()
         logger.info("ferryd \(FerryVersion.string) ready: node \(store.nodeID), \(stats?.records ?? 0) records, socket \(socketDescription)",
                     ["node": store.nodeID.description])
@@ -151,7 +166,9 @@ public enum Daemon {
                     do {
                         try fresh.apply(configText: String(decoding: text, as: UTF8.self), file: configPath)
                         logger.setLevel(fresh.logLevel)
-                        logger.notice("configuration reloaded: log level \(fresh.logLevel.name); other changes take effect at the next start")
+                        DeclaredTransports.apply(fresh.transports, to: store, logger: logger)
+                        await sync.reconcile()
+                        logger.notice("configuration reloaded: log level \(fresh.logLevel.name) and the [Transport] sections; other changes take effect at the next start")
                     } catch {
                         logger.error("configuration not reloaded: \(error)")
                     }
@@ -165,6 +182,7 @@ public enum Daemon {
         logger.info("stopping: finishing in-flight calls")
         SystemdNotifier.stopping(status: "stopping")
         await server.stop(gracePeriod: .seconds(5))
+        await sync.stop()
         engineTask.cancel()
         _ = await engineTask.value
         signals.cancel()

@@ -1,5 +1,6 @@
 import FerryModel
 import FerryStore
+import FerrySync
 import Foundation
 
 /// ferryd's settings: built from defaults, the config file and the command line, in that order.
@@ -46,6 +47,22 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var watchBufferBytes: Int = 4 << 20
     public var slowWatcherGraceSeconds: Double = 5
     public var maxConnections: Int = 4096
+    // [Sync]
+    public var pollIntervalSeconds: Int = 30
+    public var debounceMilliseconds: Int = 25
+    public var attachmentWaitSeconds: Int = 120
+    // [Transport NAME] sections, in file order.
+    public var transports: [DeclaredTransport] = []
+
+    /// A transport declared in the config file (`[Transport NAME]`).
+    public struct DeclaredTransport: Sendable, Hashable {
+        public var name: String
+        public var space: String = "private"
+        public var kind: String = ""
+        public var location: String = ""
+        /// Where it was declared, for messages.
+        public var line: Int
+    }
 
     /// Defaults from the XDG base directories of `environment`.
     public init(environment: [String: String]) {
@@ -80,7 +97,39 @@ public struct DaemonConfiguration: Sendable, Equatable {
             throw Problem(file: file, line: error.line, message: error.message)
         }
         for entry in entries {
-            try apply(entry, file: file)
+            if entry.section.hasPrefix("Transport ") {
+                try applyTransport(entry, file: file)
+            } else {
+                try apply(entry, file: file)
+            }
+        }
+        for t in transports {
+            if t.kind.isEmpty { throw Problem(file: file, line: t.line, message: "[Transport \(t.name)] needs Kind= (folder)") }
+            if t.location.isEmpty { throw Problem(file: file, line: t.line, message: "[Transport \(t.name)] needs Location= (the folder's absolute path)") }
+        }
+    }
+
+    private mutating func applyTransport(_ e: INIParser.Entry, file: String) throws(Problem) {
+        func problem(_ message: String) -> Problem { Problem(file: file, line: e.line, message: message) }
+        let name = String(e.section.dropFirst("Transport ".count)).trimmingWhitespace()
+        guard Names.isValidName(name) else {
+            throw problem("[Transport NAME]: the name is [a-z][a-z0-9_.-]{0,63}, not \"\(name.prefix(64))\"")
+        }
+        var index = transports.firstIndex { $0.name == name && $0.line >= 0 }
+        if index == nil {
+            transports.append(DeclaredTransport(name: name, line: e.line))
+            index = transports.count - 1
+        }
+        switch e.key {
+        case "Kind": transports[index!].kind = e.value
+        case "Location":
+            guard e.value.hasPrefix("/") else { throw problem("Location= must be an absolute path") }
+            transports[index!].location = e.value
+        case "Space":
+            guard Names.isValidName(e.value) else { throw problem("Space= is a space name ([a-z][a-z0-9_.-]{0,63})") }
+            transports[index!].space = e.value
+        default:
+            throw problem("unknown key \(e.key.prefix(64))= in [Transport \(name)]; known keys: Kind, Location, Space")
         }
     }
 
@@ -126,6 +175,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
             guard let v = Double(e.value), v >= 0.1, v <= 600 else { throw problem("SlowWatcherGraceSeconds= is from 0.1 to 600") }
             slowWatcherGraceSeconds = v
         case ("API", "MaxConnections"): maxConnections = try int(1 ... 65_536)
+        case ("Sync", "PollIntervalSeconds"): pollIntervalSeconds = try int(1 ... 86_400)
+        case ("Sync", "DebounceMilliseconds"): debounceMilliseconds = try int(0 ... 10_000)
+        case ("Sync", "AttachmentWaitSeconds"): attachmentWaitSeconds = try int(0 ... 86_400)
         default:
             let known = DaemonConfiguration.knownKeys[e.section]
             if known == nil {
@@ -140,7 +192,18 @@ public struct DaemonConfiguration: Sendable, Equatable {
         "Store": ["Durability", "ImmutableEntities", "MaxPayloadBytes", "MaxBatch", "ConflictHistory", "MaxDriftSeconds",
                   "MaxAttachmentBytes", "AttachmentGraceSeconds"],
         "API": ["WatchBufferBytes", "SlowWatcherGraceSeconds", "MaxConnections"],
+        "Sync": ["PollIntervalSeconds", "DebounceMilliseconds", "AttachmentWaitSeconds"],
+        "Transport NAME": ["Kind", "Location", "Space"],
     ]
+
+    /// The sync engine's options these settings describe.
+    public var syncOptions: SyncOptions {
+        var o = SyncOptions(scratchDirectory: stateDirectory + "/tmp")
+        o.pollInterval = .seconds(pollIntervalSeconds)
+        o.debounce = .milliseconds(debounceMilliseconds)
+        o.attachmentWait = .seconds(attachmentWaitSeconds)
+        return o
+    }
 
     /// The store configuration these settings describe.
     public var storeConfiguration: StoreConfiguration {
@@ -163,5 +226,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
             && a.maxDriftSeconds == b.maxDriftSeconds && a.maxAttachmentBytes == b.maxAttachmentBytes
             && a.attachmentGraceSeconds == b.attachmentGraceSeconds && a.watchBufferBytes == b.watchBufferBytes
             && a.slowWatcherGraceSeconds == b.slowWatcherGraceSeconds && a.maxConnections == b.maxConnections
+            && a.pollIntervalSeconds == b.pollIntervalSeconds && a.debounceMilliseconds == b.debounceMilliseconds
+            && a.attachmentWaitSeconds == b.attachmentWaitSeconds && a.transports == b.transports
     }
 }

@@ -2,6 +2,7 @@ import FerryAPI
 import FerryJSON
 import FerryModel
 import FerryStore
+import FerrySync
 import FerryVarlink
 import Foundation
 
@@ -9,6 +10,7 @@ import Foundation
 struct EngineAPI: Sendable {
     let store: Store
     let engine: EngineLoop
+    let sync: SyncEngine
     let startedAt: Int64
 
     var methods: [String: VarlinkMethod] {
@@ -18,6 +20,15 @@ struct EngineAPI: Sendable {
             "SyncNow": VarlinkMethod { call, _ throws(VarlinkError) in try await syncNow(call.parameters) },
             "Spaces": VarlinkMethod { _, _ throws(VarlinkError) in ["spaces": .array(store.spaces().map(Self.space))] },
             "CreateSpace": VarlinkMethod { call, _ throws(VarlinkError) in try await createSpace(call.parameters) },
+            "Transports": VarlinkMethod { call, _ throws(VarlinkError) in try await transports(call.parameters) },
+            "AddTransport": VarlinkMethod { call, _ throws(VarlinkError) in try await addTransport(call.parameters) },
+            "RemoveTransport": VarlinkMethod { call, _ throws(VarlinkError) in try await removeTransport(call.parameters) },
+            "OwnerPhrase": VarlinkMethod { call, _ throws(VarlinkError) in try await ownerPhrase(call.parameters) },
+            "RestoreOwner": VarlinkMethod { call, _ throws(VarlinkError) in try await restoreOwner(call.parameters) },
+            "Pause": VarlinkMethod { _, _ throws(VarlinkError) in try await setPaused(true) },
+            "Resume": VarlinkMethod { _, _ throws(VarlinkError) in try await setPaused(false) },
+            "Export": VarlinkMethod { call, _ throws(VarlinkError) in try await export(call.parameters) },
+            "Import": VarlinkMethod { call, _ throws(VarlinkError) in try await importBundle(call.parameters) },
         ]
     }
 
@@ -29,23 +40,13 @@ struct EngineAPI: Sendable {
 
     func status() async throws(VarlinkError) -> [String: JSONValue] {
         let store = self.store
-        let (stats, transports) = try await run { () throws(FerryError) in
-            let stats = try store.stats()
-            var transports: [JSONValue] = []
-            for space in store.spaces() {
-                for t in try store.transports(space: space.name) {
-                    var o: [String: JSONValue] = ["space": .string(space.name), "name": .string(t.name), "kind": .string(t.kind),
-                                                  "pending": .int(Int64(try store.pending(space: space.name, transport: t.name, limit: 100_000).count))]
-                    if let v = try store.progress(space: space.name, key: "push:" + t.name) { o["push"] = .string(v) }
-                    if let v = try store.progress(space: space.name, key: "cursor:" + t.name) { o["cursor"] = .string(v) }
-                    transports.append(.object(o))
-                }
-            }
-            return (stats, transports)
-        }
+        let stats = try await run { () throws(FerryError) in try store.stats() }
+        let transports = try await transportList(space: nil)
         let health = engine.health
+        var state = health.state
+        if sync.isPaused { state = "paused" }
         var reply: [String: JSONValue] = [
-            "node": .string(store.nodeID.description), "version": .string(FerryVersion.string), "state": .string(health.state),
+            "node": .string(store.nodeID.description), "version": .string(FerryVersion.string), "state": .string(state),
             "records": .int(Int64(stats.records)), "tombstones": .int(Int64(stats.tombstones)),
             "outbox": .int(Int64(stats.outbox)), "outboxErrors": .int(Int64(stats.outboxErrors)), "lastSeq": .int(stats.lastSeq),
             "attachments": .int(Int64(stats.attachments)), "attachmentBytes": .int(stats.attachmentBytes),
@@ -54,6 +55,43 @@ struct EngineAPI: Sendable {
         if let e = health.lastError { reply["lastError"] = .string(e) }
         if let t = health.lastSuccessAt { reply["lastSuccessAt"] = .int(t) }
         return reply
+    }
+
+    /// Every transport (of `space`, or all) with its progress, the engine's health of it and
+    /// its own status.
+    private func transportList(space: String?) async throws(VarlinkError) -> [JSONValue] {
+        let store = self.store
+        if let space { try checkSpace(space) }
+        var out: [JSONValue] = []
+        for state in await sync.states() where space == nil || state.space == space {
+            let t = state.info
+            let (pending, push, cursor) = try await run { () throws(FerryError) in
+                (try store.pending(space: state.space, transport: t.name, limit: 100_000).count,
+                 try store.progress(space: state.space, key: "push:" + t.name),
+                 try store.progress(space: state.space, key: "cursor:" + t.name))
+            }
+            var o: [String: JSONValue] = ["space": .string(state.space), "name": .string(t.name), "kind": .string(t.kind),
+                                          "pending": .int(Int64(pending)), "state": .string(state.health.state),
+                                          "pushed": .int(state.health.pushed), "pulled": .int(state.health.pulled),
+                                          "refused": .int(state.health.refused)]
+            if let location = TransportConfiguration.location(of: t) { o["location"] = .string(location) }
+            if let v = push { o["push"] = .string(v) }
+            if let v = cursor { o["cursor"] = .string(v) }
+            let h = state.health
+            if let v = h.lastError { o["lastError"] = .string(v) }
+            if let v = h.lastErrorKind { o["lastErrorKind"] = .string(v) }
+            if let v = h.lastErrorAt { o["lastErrorAt"] = .int(v) }
+            if let v = h.lastSuccessAt { o["lastSuccessAt"] = .int(v) }
+            if let v = h.retryAt { o["retryAt"] = .int(v) }
+            if let v = h.lastRefusal { o["lastRefusal"] = .string(v) }
+            if let s = state.status {
+                o["transportState"] = .string(s.state)
+                if let m = s.message { o["transportMessage"] = .string(m) }
+                if !s.details.isEmpty { o["details"] = .object(s.details.mapValues { .string($0) }) }
+            }
+            out.append(.object(o))
+        }
+        return out
     }
 
     func outbox(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
@@ -83,10 +121,10 @@ struct EngineAPI: Sendable {
     }
 
     func syncNow(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
-        if let space = p["space"]?.stringValue, !store.spaces().contains(where: { $0.name == space }) {
-            throw ErrorMapping.varlink(.spaceNotFound(String(space.prefix(80))), interface: EngineInterface.name)
-        }
+        let space = p["space"]?.stringValue
+        if let space { try checkSpace(space) }
         engine.wake()
+        sync.syncNow(space: space)
         return [:]
     }
 
@@ -96,9 +134,129 @@ struct EngineAPI: Sendable {
         guard let kind = SpaceInfo.Kind(rawValue: kindName) else {
             throw ErrorMapping.invalidArgument("kind", "kind is \"private\" or \"shared\"", interface: EngineInterface.name)
         }
+        let store = self.store, sync = self.sync
+        let info = try await run { () throws(FerryError) in
+            let info = try store.createSpace(name: name, kind: kind)
+            _ = try sync.keyring.keys(for: name)
+            return info
+        }
+        return ["space": Self.space(store.spaces().first { $0.name == info.name } ?? info)]
+    }
+
+    // MARK: Transports
+
+    func transports(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        ["transports": .array(try await transportList(space: p["space"]?.stringValue))]
+    }
+
+    func addTransport(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let space = p["space"]?.stringValue ?? Store.privateSpace
+        try checkSpace(space)
+        let name = p["name"]?.stringValue ?? ""
+        let kind = p["kind"]?.stringValue ?? ""
+        let location = p["location"]?.stringValue ?? ""
+        let config: String
+        do { config = try TransportConfiguration.make(kind: kind, location: location) } catch {
+            throw ErrorMapping.invalidArgument(error.parameter, error.message, interface: EngineInterface.name)
+        }
         let store = self.store
-        let info = try await run { () throws(FerryError) in try store.createSpace(name: name, kind: kind) }
-        return ["space": Self.space(info)]
+        try await run { () throws(FerryError) in try store.addTransport(space: space, name: name, kind: kind, config: config) }
+        await sync.reconcile()
+        let list = try await transportList(space: space)
+        guard let added = list.first(where: { $0["name"]?.stringValue == name }) else {
+            throw ErrorMapping.transportNotFound(space: space, name: name)
+        }
+        return ["transport": added]
+    }
+
+    func removeTransport(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let space = p["space"]?.stringValue ?? Store.privateSpace
+        try checkSpace(space)
+        let name = p["name"]?.stringValue ?? ""
+        let store = self.store
+        let exists = try await run { () throws(FerryError) in try store.transports(space: space).contains { $0.name == name } }
+        guard exists else { throw ErrorMapping.transportNotFound(space: space, name: name) }
+        try await run { () throws(FerryError) in try store.removeTransport(space: space, name: name) }
+        await sync.reconcile()
+        return [:]
+    }
+
+    // MARK: Owners
+
+    func ownerPhrase(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let space = p["space"]?.stringValue ?? Store.privateSpace
+        try checkSpace(space)
+        let sync = self.sync
+        let (owner, phrase) = try await run { () throws(FerryError) in
+            (try sync.keyring.keys(for: space).owner.description, try sync.recoveryPhrase(space: space))
+        }
+        return ["owner": .string(owner), "phrase": .string(phrase)]
+    }
+
+    func restoreOwner(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let space = p["space"]?.stringValue ?? Store.privateSpace
+        try checkSpace(space)
+        let phrase = p["phrase"]?.stringValue ?? ""
+        do {
+            try await sync.restoreOwner(space: space, phrase: phrase)
+        } catch {
+            switch error {
+            case .phrase(let e): throw ErrorMapping.invalidPhrase(e)
+            case .store(let e): throw ErrorMapping.varlink(e, interface: EngineInterface.name)
+            }
+        }
+        let sync = self.sync
+        let owner = try await run { () throws(FerryError) in try sync.keyring.keys(for: space).owner.description }
+        return ["owner": .string(owner)]
+    }
+
+    func setPaused(_ paused: Bool) async throws(VarlinkError) -> [String: JSONValue] {
+        let sync = self.sync
+        try await run { () throws(FerryError) in try sync.setPaused(paused) }
+        engine.refreshStatus()
+        return [:]
+    }
+
+    // MARK: Send and Receive
+
+    func export(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let path = try absolutePath(p)
+        let exporter = BundleExporter(store: store, keyring: sync.keyring)
+        let summary: BundleExporter.Summary
+        do { summary = try await Blocking.run { () throws(BundleError) in try exporter.export(to: path) } } catch {
+            throw ErrorMapping.bundleFailure(path: path, "\(error)")
+        }
+        return ["spaces": .int(Int64(summary.spaces)), "records": .int(Int64(summary.records)),
+                "attachments": .int(Int64(summary.attachments)), "bytes": .int(summary.bytes)]
+    }
+
+    func importBundle(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let path = try absolutePath(p)
+        let importer = BundleImporter(store: store, keyring: sync.keyring, scratchDirectory: sync.scratchDirectory)
+        let summary: BundleImporter.Summary
+        do { summary = try await Blocking.run { () throws(BundleError) in try importer.importBundle(from: path) } } catch {
+            throw ErrorMapping.bundleFailure(path: path, "\(error)")
+        }
+        return ["applied": .int(Int64(summary.applied)), "duplicates": .int(Int64(summary.duplicates)),
+                "lost": .int(Int64(summary.lost)), "refused": .int(Int64(summary.refused)),
+                "skippedOwners": .array(summary.skippedOwners.sorted().map { .string($0) })]
+    }
+
+    // MARK: Helpers
+
+    private func absolutePath(_ p: [String: JSONValue]) throws(VarlinkError) -> String {
+        let path = p["path"]?.stringValue ?? ""
+        guard path.hasPrefix("/"), path.utf8.count < 4096, !path.utf8.contains(0) else {
+            throw ErrorMapping.invalidArgument("path", "path must be an absolute file path (ferryctl resolves relative ones)",
+                                               interface: EngineInterface.name)
+        }
+        return path
+    }
+
+    private func checkSpace(_ space: String) throws(VarlinkError) {
+        guard store.spaces().contains(where: { $0.name == space }) else {
+            throw ErrorMapping.varlink(.spaceNotFound(String(space.prefix(80))), interface: EngineInterface.name)
+        }
     }
 
     private func run<T: Sendable>(_ body: @escaping @Sendable () throws(FerryError) -> T) async throws(VarlinkError) -> T {

@@ -1,6 +1,7 @@
 import FerryAPI
 import FerryJSON
 import FerryModel
+import FerrySync
 import FerryVarlink
 
 /// The one place where Ferry's errors become Varlink errors. Every error carries a `message`
@@ -32,6 +33,24 @@ enum ErrorMapping {
         case .storage: break
         }
         return VarlinkError(iface + "." + error.code, parameters: p)
+    }
+
+    /// No such transport in the space.
+    static func transportNotFound(space: String, name: String) -> VarlinkError {
+        VarlinkError(EngineInterface.name + ".TransportNotFound", parameters: [
+            "space": .string(space), "name": .string(name),
+            "message": .string("space \(space) has no transport named \(name); see 'ferryctl transport ls'"),
+        ])
+    }
+
+    /// A recovery phrase that does not decode.
+    static func invalidPhrase(_ error: RecoveryPhraseError) -> VarlinkError {
+        VarlinkError(EngineInterface.name + ".InvalidRecoveryPhrase", parameters: ["message": .string("\(error)")])
+    }
+
+    /// A bundle that could not be written or read.
+    static func bundleFailure(path: String, _ message: String) -> VarlinkError {
+        VarlinkError(EngineInterface.name + ".BundleFailure", parameters: ["path": .string(path), "message": .string(message)])
     }
 
     /// A parameter the method cannot use.

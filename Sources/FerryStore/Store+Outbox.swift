@@ -205,3 +205,27 @@ extension Store {
         }
     }
 }
+
+extension Store {
+    /// Starts a space's sync over (its owner changed): drops every transport's progress and
+    /// acknowledgements in the space and queues every record of it for every transport again.
+    public func requeueForTransports(space: String) throws(FerryError) {
+        let sid = try catalog.sid(space)
+        let now = configuration.wallClock()
+        try write("queueing space \(space) for upload again") { writer in
+            let db = writer.db
+            let progress = try db.prepare("DELETE FROM progress WHERE sid = ? AND (key LIKE 'push:%' OR key LIKE 'cursor:%')")
+            progress.bind(1, sid)
+            try progress.run()
+            let deliveries = try db.prepare("DELETE FROM outbox_delivery WHERE rid IN (SELECT rid FROM records WHERE sid = ?)")
+            deliveries.bind(1, sid)
+            try deliveries.run()
+            let queue = try db.prepare("""
+                INSERT INTO outbox (rid, sid, hlc, seq, queued_at) SELECT rid, sid, hlc, seq, ? FROM records WHERE sid = ? AND true
+                ON CONFLICT (rid) DO UPDATE SET hlc = excluded.hlc, seq = excluded.seq
+                """)
+            queue.bind(1, now); queue.bind(2, sid)
+            try queue.run()
+        }
+    }
+}

@@ -6,7 +6,8 @@ enum Ferryctl {
     static let commands: [any Command.Type] = [
         StatusCommand.self, GetCommand.self, PutCommand.self, RmCommand.self, LsCommand.self,
         WatchCommand.self, ConflictsCommand.self, AttachCommand.self, DetachCommand.self,
-        OutboxCommand.self, SyncCommand.self, SpaceCommand.self, VersionCommand.self, HelpCommand.self,
+        OutboxCommand.self, SyncCommand.self, SpaceCommand.self, TransportCommand.self, OwnerCommand.self,
+        ExportCommand.self, ImportCommand.self, VersionCommand.self, HelpCommand.self,
     ]
 
     /// The options every command accepts.

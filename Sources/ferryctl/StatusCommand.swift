@@ -37,11 +37,12 @@ enum StatusCommand: Command {
         if status.transports.isEmpty {
             text += "\nno transports: this device does not sync yet\n"
         } else {
-            var transports = Table("TRANSPORT", "SPACE", "KIND", "PENDING", "LAST SUCCESS", "LAST ERROR")
+            var transports = Table("TRANSPORT", "SPACE", "KIND", "STATE", "PENDING", "LAST SUCCESS", "PROBLEM")
             for transport in status.transports {
-                let error = transport.lastError.map { "\(Format.time(transport.lastErrorAt)): \($0)" } ?? "-"
-                transports.add(transport.name, transport.space, transport.kind, String(transport.pending),
-                               Format.time(transport.lastSuccessAt), error)
+                var problem = transport.lastError.map { "\(Format.time(transport.lastErrorAt)): \($0)" } ?? "-"
+                if let own = transport.transportMessage { problem = own }
+                transports.add(transport.name, transport.space, transport.kind, transport.state ?? "-", String(transport.pending),
+                               Format.time(transport.lastSuccessAt), problem)
             }
             text += "\n" + transports.render()
         }

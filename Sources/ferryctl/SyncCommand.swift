@@ -1,25 +1,37 @@
 import FerryClient
 import FerryJSON
 
-/// `ferryctl sync`: starts a sync round now.
+/// `ferryctl sync [pause | resume]`: starts a sync round now, or pauses or resumes syncing.
 enum SyncCommand: Command {
     static let name = "sync"
-    static let synopsis = ""
-    static let summary = "start a sync round now instead of waiting for the next trigger"
+    static let synopsis = "[pause | resume]"
+    static let summary = "start a sync round now, or pause or resume syncing"
     static let details = """
-        Returns once the round has started; follow it with 'ferryctl status'. Without --space
-        every space syncs.
+        Without an argument, starts a round now and returns once it has started; follow it
+        with 'ferryctl status'. Without --space every space syncs. 'pause' stops every sync
+        loop (reads and writes go on, the outbox keeps the changes) until 'resume'; a pause
+        lasts across restarts.
         """
     static let takesSpace = true
 
     static func run(_ arguments: ParsedArguments, _ context: Context) async throws(CommandFailure) {
-        _ = try arguments.positionals([])
+        let p = try arguments.positionals(["ACTION"], optional: 1)
         let client = try context.connect()
-        try await daemon { () async throws(FerryClientError) in try await client.syncNow(space: context.space) }
-        if context.json {
-            Output.json(.object([:]))
-        } else {
-            Output.line("sync started" + (context.space.map { " for space \($0)" } ?? "") + "; see 'ferryctl status'")
+        switch p.first {
+        case nil:
+            try await daemon { () async throws(FerryClientError) in try await client.syncNow(space: context.space) }
+            if context.json {
+                Output.json(.object([:]))
+            } else {
+                Output.line("sync started" + (context.space.map { " for space \($0)" } ?? "") + "; see 'ferryctl status'")
+            }
+        case "pause", "resume":
+            if context.space != nil { throw .usage("pause and resume apply to every space; leave out --space") }
+            let pause = p.first == "pause"
+            try await daemon { () async throws(FerryClientError) in try await client.setSyncPaused(pause) }
+            if context.json { Output.json(.object([:])) } else { Output.line(pause ? "syncing paused; 'ferryctl sync resume' resumes it" : "syncing resumed") }
+        default:
+            throw .usage("unknown sync action '\(p[0])' (pause or resume)")
         }
     }
 }

@@ -1,0 +1,103 @@
+import FerryAPI
+import FerryJSON
+
+extension FerryClient {
+    /// The transports of one space, or of every space (`io.ferry.Engine.Transports`).
+    /// - Throws: `FerryClientError.remote` with `SpaceNotFound`; or a connection error.
+    public func transports(space: String? = nil) async throws(FerryClientError) -> [TransportStatus] {
+        var parameters: [String: JSONValue] = [:]
+        parameters.setIfPresent("space", space.json)
+        let reply = try await call("io.ferry.Engine.Transports", parameters)
+        return try decode { () throws(WireError) in
+            var out: [TransportStatus] = []
+            for t in try reply.objects("transports") { out.append(try TransportStatus(json: t)) }
+            return out
+        }
+    }
+
+    /// Adds a transport to a space (`io.ferry.Engine.AddTransport`); every record of the space
+    /// is queued for it. For kind `"folder"`, `location` is the absolute path of an existing
+    /// directory kept in sync by a file-sync tool.
+    /// - Throws: `FerryClientError.remote` with `InvalidArgument` (an unknown kind, a missing
+    ///   directory), `SpaceNotFound`; or a connection error.
+    public func addTransport(space: String? = nil, name: String, kind: String,
+                             location: String) async throws(FerryClientError) -> TransportStatus {
+        var parameters: [String: JSONValue] = ["name": .string(name), "kind": .string(kind), "location": .string(location)]
+        parameters.setIfPresent("space", space.json)
+        let reply = try await call("io.ferry.Engine.AddTransport", parameters)
+        return try decode { () throws(WireError) in try TransportStatus(json: reply.object("transport")) }
+    }
+
+    /// Removes a transport (`io.ferry.Engine.RemoveTransport`): its cursor and progress go,
+    /// the data stays.
+    /// - Throws: `FerryClientError.remote` with `TransportNotFound`; or a connection error.
+    public func removeTransport(space: String? = nil, name: String) async throws(FerryClientError) {
+        var parameters: [String: JSONValue] = ["name": .string(name)]
+        parameters.setIfPresent("space", space.json)
+        _ = try await call("io.ferry.Engine.RemoveTransport", parameters)
+    }
+
+    /// A space's owner id and recovery phrase (`io.ferry.Engine.OwnerPhrase`).
+    public func ownerPhrase(space: String? = nil) async throws(FerryClientError) -> (owner: String, phrase: String) {
+        var parameters: [String: JSONValue] = [:]
+        parameters.setIfPresent("space", space.json)
+        let reply = try await call("io.ferry.Engine.OwnerPhrase", parameters)
+        return try decode { () throws(WireError) in (try reply.string("owner"), try reply.string("phrase")) }
+    }
+
+    /// Makes a space belong to the owner of `phrase` (`io.ferry.Engine.RestoreOwner`) and
+    /// returns the owner id.
+    /// - Throws: `FerryClientError.remote` with `InvalidRecoveryPhrase`; or a connection error.
+    public func restoreOwner(space: String? = nil, phrase: String) async throws(FerryClientError) -> String {
+        var parameters: [String: JSONValue] = ["phrase": .string(phrase)]
+        parameters.setIfPresent("space", space.json)
+        let reply = try await call("io.ferry.Engine.RestoreOwner", parameters)
+        return try decode { () throws(WireError) in try reply.string("owner") }
+    }
+
+    /// Pauses (`io.ferry.Engine.Pause`) or resumes (`io.ferry.Engine.Resume`) syncing.
+    public func setSyncPaused(_ paused: Bool) async throws(FerryClientError) {
+        _ = try await call(paused ? "io.ferry.Engine.Pause" : "io.ferry.Engine.Resume")
+    }
+
+    /// What `exportBundle` wrote.
+    public struct ExportSummary: Sendable, Hashable {
+        public var spaces: Int
+        public var records: Int
+        public var attachments: Int
+        public var bytes: Int64
+    }
+
+    /// Writes a sealed bundle of the whole store to `path`, an absolute path the daemon can
+    /// write (`io.ferry.Engine.Export`).
+    /// - Throws: `FerryClientError.remote` with `BundleFailure`; or a connection error.
+    public func exportBundle(to path: String) async throws(FerryClientError) -> ExportSummary {
+        let reply = try await call("io.ferry.Engine.Export", ["path": .string(path)])
+        return try decode { () throws(WireError) in
+            ExportSummary(spaces: try reply.int("spaces"), records: try reply.int("records"),
+                          attachments: try reply.int("attachments"), bytes: Int64(try reply.int("bytes")))
+        }
+    }
+
+    /// What `importBundle` merged.
+    public struct ImportSummary: Sendable, Hashable {
+        public var applied: Int
+        public var duplicates: Int
+        public var lost: Int
+        public var refused: Int
+        /// Owners in the bundle that no space here belongs to.
+        public var skippedOwners: [String]
+    }
+
+    /// Merges a bundle written by `exportBundle` (`io.ferry.Engine.Import`).
+    /// - Throws: `FerryClientError.remote` with `BundleFailure`; or a connection error.
+    public func importBundle(from path: String) async throws(FerryClientError) -> ImportSummary {
+        let reply = try await call("io.ferry.Engine.Import", ["path": .string(path)])
+        return try decode { () throws(WireError) in
+            var skipped: [String] = []
+            if case .array(let list)? = reply["skippedOwners"] { skipped = list.compactMap(\.stringValue) }
+            return ImportSummary(applied: try reply.int("applied"), duplicates: try reply.int("duplicates"),
+                                 lost: try reply.int("lost"), refused: try reply.int("refused"), skippedOwners: skipped)
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import FerryJSON
+import FerryModel
+import FerryStore
+import FerrySync
+import Foundation
+
+/// Turns what a user gives for a transport (a kind and a location) into the configuration the
+/// store keeps, and a kept configuration into a running transport: the one place that knows
+/// the transport kinds.
+enum TransportConfiguration {
+    /// A location the kind cannot use.
+    struct Problem: Error, Sendable {
+        var parameter: String
+        var message: String
+    }
+
+    static let kinds = ["folder"]
+
+    /// The configuration text of a new transport.
+    static func make(kind: String, location: String) throws(Problem) -> String {
+        switch kind {
+        case "folder":
+            guard location.hasPrefix("/"), location.utf8.count < 4096, !location.utf8.contains(0) else {
+                throw Problem(parameter: "location", message: "a folder transport needs the absolute path of a directory (ferryctl resolves relative ones)")
+            }
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: location, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw Problem(parameter: "location", message: "\(location) is not an existing directory: create it (or start the sync tool that provides it) first")
+            }
+            return JSONWriter.string(.object(["path": .string(location)]))
+        default:
+            throw Problem(parameter: "kind", message: "unknown transport kind \"\(kind.prefix(40))\"; known kinds: \(kinds.joined(separator: ", "))")
+        }
+    }
+
+    /// The folder path or URL of a configured transport.
+    static func location(of info: TransportInfo) -> String? {
+        guard let value = try? JSONParser.parse(info.config), case .object(let o) = value else { return nil }
+        return o["path"]?.stringValue ?? o["url"]?.stringValue
+    }
+
+    /// Builds the transport a kept configuration describes.
+    static func transport(_ info: TransportInfo, keys: OwnerKeys, device: NodeID) throws(TransportFailure) -> any Transport {
+        switch info.kind {
+        case "folder":
+            guard let path = location(of: info) else { throw .rejected("the folder transport \(info.name) has no path; add it again") }
+            return FolderTransport(name: info.name, path: path, owner: keys.owner, device: device)
+        default:
+            throw .rejected("unknown transport kind \"\(info.kind)\" (this ferryd knows \(kinds.joined(separator: ", "))); remove it or update ferryd")
+        }
+    }
+}

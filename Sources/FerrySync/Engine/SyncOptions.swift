@@ -1,0 +1,21 @@
+/// The sync engine's timing and limits.
+public struct SyncOptions: Sendable {
+    /// How often a caught-up loop looks again without a hint (writes, file events, long-poll).
+    public var pollInterval: Duration = .seconds(30)
+    /// Pushes are at least this far apart: writes within it go in the next batch together.
+    public var debounce: Duration = .milliseconds(25)
+    /// How long a pull waits for an attachment blob to arrive before applying the records that
+    /// reference it without it (the attachment is then missing here, and logged).
+    public var attachmentWait: Duration = .seconds(120)
+    /// The most envelopes in one push and one pull page.
+    public var batchEnvelopes = SyncLimits.maxBatchEnvelopes
+    /// The most envelope bytes in one push.
+    public var batchBytes = SyncLimits.maxBatchBytes
+    /// Where sealed and opened blobs are staged (on the store's file system, so that a finished
+    /// attachment is moved into place, not copied).
+    public var scratchDirectory: String
+
+    public init(scratchDirectory: String) {
+        self.scratchDirectory = scratchDirectory
+    }
+}

@@ -1,0 +1,359 @@
+import FerryModel
+import FerryStore
+import Foundation
+import Synchronization
+
+/// The push loop and the pull loop of one transport of one space.
+///
+/// Push: seals what the outbox holds for this transport, uploads the attachments those
+/// versions reference first, pushes batches of at most 400 envelopes or 2 MB, and records
+/// each outcome in the outbox (acknowledged, or refused for good with the reason).
+/// Pull: reads pages after the stored cursor, opens and checks every envelope (another owner,
+/// a bad key, tampering: refused and logged, never applied), fetches the attachments the
+/// versions reference, applies them with the merge rules, then saves the cursor. Applying
+/// again after a crash is harmless: the merge is idempotent.
+final class TransportRunner: Sendable {
+    let space: String
+    let info: TransportInfo
+    let transport: any Transport
+
+    private let store: Store
+    private let keys: OwnerKeys
+    private let sealer: EnvelopeSealer
+    private let blobs: BlobSealer
+    private let options: SyncOptions
+    private let log: SyncLog
+    private let isPaused: @Sendable () -> Bool
+
+    private let pushSignal = WakeSignal()
+    private let pushRetry = WakeSignal()
+    private let pullRetry = WakeSignal()
+    private let healthState = Mutex(TransportHealth())
+    private let tasks = Mutex<[Task<Void, Never>]>([])
+    private let currentPull = Mutex<Task<PullPage, any Error>?>(nil)
+    private let uploadedBlobs = Mutex<Set<BlobKey>>([])
+    private let missingSince = Mutex<[String: ContinuousClock.Instant]>([:])
+
+    init(space: String, info: TransportInfo, transport: any Transport, store: Store, keys: OwnerKeys,
+         options: SyncOptions, log: SyncLog, isPaused: @escaping @Sendable () -> Bool) {
+        self.space = space
+        self.info = info
+        self.transport = transport
+        self.store = store
+        self.keys = keys
+        self.sealer = EnvelopeSealer(keys: keys, device: store.nodeID)
+        self.blobs = BlobSealer(keys: keys)
+        self.options = options
+        self.log = log
+        self.isPaused = isPaused
+    }
+
+    var health: TransportHealth { healthState.withLock { $0 } }
+    var progressKey: String { "cursor:" + info.name }
+    private var fields: [String: String] { ["space": space, "transport": info.name] }
+
+    func start() {
+        let push = Task { await self.pushLoop() }
+        let pull = Task { await self.pullLoop() }
+        tasks.withLock { $0 = [push, pull] }
+    }
+
+    /// Stops both loops (an in-flight push finishes or is cancelled; nothing is lost: the
+    /// outbox keeps what was not acknowledged) and closes the transport.
+    func stop() async {
+        let running = tasks.withLock { t -> [Task<Void, Never>] in defer { t = [] }; return t }
+        for task in running { task.cancel() }
+        currentPull.withLock { $0?.cancel() }
+        for task in running { await task.value }
+        await transport.close()
+    }
+
+    /// Local data changed: push soon.
+    func localChange() { pushSignal.signal() }
+
+    /// SyncNow or resume: push and pull now, ending any backoff and any pull wait.
+    func nudge() {
+        pushSignal.signal()
+        pushRetry.signal()
+        pullRetry.signal()
+        currentPull.withLock { $0?.cancel() }
+    }
+
+    // MARK: Push
+
+    private func pushLoop() async {
+        var failures = 0
+        var lastPush = ContinuousClock.now - .seconds(60)
+        while !Task.isCancelled {
+            if isPaused() {
+                setState("paused")
+                await pushSignal.wait(timeout: .seconds(5))
+                continue
+            }
+            // Writes close together go out together.
+            let sinceLast = ContinuousClock.now - lastPush
+            if sinceLast < options.debounce { try? await Task.sleep(for: options.debounce - sinceLast) }
+            do throws(SyncFailure) {
+                setState("pushing")
+                lastPush = ContinuousClock.now
+                let more = try await pushOnce()
+                failures = 0
+                succeeded()
+                if more { continue }
+                setState("idle")
+                await pushSignal.wait(timeout: options.pollInterval)
+            } catch {
+                failures += 1
+                let delay = Backoff.delay(after: error, attempt: failures)
+                failed(error, retryIn: delay, during: "push")
+                await pushRetry.wait(timeout: delay)
+            }
+        }
+    }
+
+    /// Pushes one batch; true when more is waiting.
+    private func pushOnce() async throws(SyncFailure) -> Bool {
+        let store = self.store, space = self.space, name = info.name, limit = options.batchEnvelopes
+        let pending = try await local("reading the outbox") { () throws(FerryError) in
+            try store.pending(space: space, transport: name, limit: limit)
+        }
+        guard !pending.isEmpty else { return false }
+        var batch: [Envelope] = []
+        var versions: [RecordVersion] = []
+        var bytes = 0
+        for item in pending {
+            let envelope = sealer.seal(item.version)
+            let size = EnvelopeHeader.encodedSize + 4 + envelope.body.count
+            if !batch.isEmpty, bytes + size > options.batchBytes { break }
+            batch.append(envelope)
+            versions.append(item.version)
+            bytes += size
+        }
+        try await uploadAttachments(of: versions)
+        let outcomes: [PushOutcome]
+        do { outcomes = try await transport.push(batch) } catch { throw .transport(error) }
+        guard outcomes.count == batch.count else {
+            throw .transport(.unavailable("the transport answered \(outcomes.count) outcomes for \(batch.count) envelopes"))
+        }
+        var acks: [(key: RecordKey, hlc: Stamp)] = []
+        var refusals: [(RecordVersion, String)] = []
+        for (version, outcome) in zip(versions, outcomes) {
+            switch outcome {
+            case .accepted, .duplicate: acks.append((version.key, version.hlc))
+            case .rejected(let why): refusals.append((version, why))
+            }
+        }
+        let acknowledged = acks
+        let refused = refusals
+        try await local("recording what \(name) stored") { () throws(FerryError) in
+            try store.acknowledge(space: space, transport: name, acknowledged)
+            for (version, why) in refused {
+                try store.reject(space: space, transport: name, key: version.key, hlc: version.hlc, error: why)
+            }
+        }
+        for (version, why) in refused {
+            log(.warning, "\(name) refused \(version.entity)/\(version.id): \(why)",
+                fields.merging(["entity": version.entity], uniquingKeysWith: { a, _ in a }))
+        }
+        healthState.withLock {
+            $0.pushed += Int64(acknowledged.count)
+            $0.refused += Int64(refused.count)
+            if let last = refused.last { $0.lastRefusal = "push of \(last.0.entity)/\(last.0.id): \(last.1)" }
+        }
+        return versions.count < pending.count || pending.count >= limit
+    }
+
+    /// Seals and uploads the attachments `versions` reference that the transport lacks.
+    /// Attachments whose bytes are not on this device are skipped: the device that has them
+    /// uploads them.
+    private func uploadAttachments(of versions: [RecordVersion]) async throws(SyncFailure) {
+        for version in versions where !version.attachments.isEmpty {
+            for sha in version.attachments {
+                let key = keys.blobKey(sha256: sha)
+                if uploadedBlobs.withLock({ $0.contains(key) }) { continue }
+                guard let path = store.attachmentPath(sha) else { continue }
+                do {
+                    if try await transport.hasBlob(key: key) {
+                        uploadedBlobs.withLock { _ = $0.insert(key) }
+                        continue
+                    }
+                } catch { throw .transport(error) }
+                let sealed = scratchPath("up")
+                defer { unlink(sealed) }
+                do { try blobs.seal(file: path, to: sealed) } catch { throw .local("sealing attachment \(sha.prefix(12)): \(error)") }
+                do { try await transport.putBlob(key: key, from: sealed) } catch { throw .transport(error) }
+                uploadedBlobs.withLock { _ = $0.insert(key) }
+            }
+        }
+    }
+
+    // MARK: Pull
+
+    private func pullLoop() async {
+        var failures = 0
+        var caughtUp = false
+        let store = self.store, space = self.space, key = progressKey
+        var cursor = try? await Blocking.run { () throws(FerryError) in try store.progress(space: space, key: key) }
+        while !Task.isCancelled {
+            if isPaused() {
+                setState("paused")
+                await pullRetry.wait(timeout: .seconds(5))
+                continue
+            }
+            do throws(SyncFailure) {
+                let (more, next) = try await pullOnce(after: cursor, wait: caughtUp ? options.pollInterval : .zero)
+                cursor = next
+                failures = 0
+                succeeded()
+                caughtUp = !more
+            } catch {
+                failures += 1
+                let delay = Backoff.delay(after: error, attempt: failures)
+                failed(error, retryIn: delay, during: "pull")
+                await pullRetry.wait(timeout: delay)
+            }
+        }
+    }
+
+    /// Pulls and applies one page; returns whether more is waiting and the new cursor.
+    private func pullOnce(after cursor: String?, wait: Duration) async throws(SyncFailure) -> (Bool, String?) {
+        let transport = self.transport, limit = options.batchEnvelopes
+        let task = Task { () async throws -> PullPage in try await transport.pull(after: cursor, limit: limit, wait: wait) }
+        currentPull.withLock { $0 = task }
+        let result = await task.result
+        currentPull.withLock { $0 = nil }
+        let page: PullPage
+        switch result {
+        case .success(let p): page = p
+        case .failure(let error as TransportFailure): throw .transport(error)
+        case .failure(let error): throw .local("pulling: \(error)")
+        }
+        for problem in page.unreadable {
+            log(.warning, "\(info.name): skipped an unreadable frame: \(problem)", fields)
+            healthState.withLock { $0.refused += 1; $0.lastRefusal = problem }
+        }
+        var versions: [RecordVersion] = []
+        let own = store.nodeID
+        for envelope in page.envelopes where envelope.header.device != own {
+            do {
+                versions.append(try sealer.open(envelope, limits: store.configuration.limits))
+            } catch {
+                let why = "envelope \(envelope.header.event) from device \(envelope.header.device): \(error)"
+                log(.warning, "\(info.name) delivered an envelope that was refused: \(why)", fields)
+                healthState.withLock { $0.refused += 1; $0.lastRefusal = why }
+            }
+        }
+        if !versions.isEmpty {
+            try await fetchAttachments(of: versions)
+            let store = self.store, space = self.space, name = info.name, apply = versions
+            let results = try await local("applying \(apply.count) remote version(s)") { () throws(FerryError) in
+                try store.applyRemote(space: space, apply, origin: .remote(transport: name))
+            }
+            for (version, result) in zip(versions, results) {
+                if case .rejected(let error) = result {
+                    log(.warning, "\(name): refused \(version.entity)/\(version.id): \(error)", fields)
+                    healthState.withLock { $0.refused += 1; $0.lastRefusal = "\(version.entity)/\(version.id): \(error)" }
+                }
+            }
+            healthState.withLock { $0.pulled += Int64(versions.count) }
+        }
+        if page.cursor != cursor {
+            let store = self.store, space = self.space, key = progressKey, value = page.cursor
+            try await local("saving the cursor") { () throws(FerryError) in try store.setProgress(space: space, key: key, value: value) }
+        }
+        return (page.more, page.cursor)
+    }
+
+    /// Fetches and opens the attachments `versions` reference that are not here yet. A blob
+    /// not on the transport yet stops the page (it is retried, its cursor unsaved) until
+    /// `attachmentWait` has passed; after that the records are applied without it.
+    private func fetchAttachments(of versions: [RecordVersion]) async throws(SyncFailure) {
+        for version in versions where !version.attachments.isEmpty {
+            for sha in version.attachments {
+                if store.attachmentPath(sha) != nil { continue }
+                let key = keys.blobKey(sha256: sha)
+                let sealed = scratchPath("down")
+                let plain = scratchPath("plain")
+                defer { unlink(sealed); unlink(plain) }
+                let found: Bool
+                do { found = try await transport.getBlob(key: key, to: sealed) } catch { throw .transport(error) }
+                if !found {
+                    let now = ContinuousClock.now
+                    let since = missingSince.withLock { m -> ContinuousClock.Instant in
+                        if let s = m[sha] { return s }
+                        m[sha] = now
+                        return now
+                    }
+                    if now - since < options.attachmentWait { throw .waitingForAttachment(sha) }
+                    log(.warning, "\(info.name): attachment \(sha.prefix(12))… of \(version.entity)/\(version.id) did not arrive; applying the record without it",
+                        fields)
+                    continue
+                }
+                missingSince.withLock { _ = $0.removeValue(forKey: sha) }
+                do {
+                    try blobs.open(file: sealed, to: plain, expectedSHA256: sha, maxBytes: Int64(store.configuration.maxAttachmentBytes))
+                } catch {
+                    let why = "attachment \(sha.prefix(12))… of \(version.entity)/\(version.id): \(error)"
+                    log(.warning, "\(info.name) delivered a blob that was refused: \(why)", fields)
+                    healthState.withLock { $0.refused += 1; $0.lastRefusal = why }
+                    continue
+                }
+                let store = self.store
+                _ = try await local("storing attachment \(sha.prefix(12))") { () throws(FerryError) in
+                    try store.putAttachment(fromFile: plain, expectedSHA256: sha)
+                }
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    private func local<T: Sendable>(_ what: String, _ body: @escaping @Sendable () throws(FerryError) -> T) async throws(SyncFailure) -> T {
+        do { return try await Blocking.run(body) } catch { throw .local("\(what): \(error)") }
+    }
+
+    private func scratchPath(_ kind: String) -> String {
+        options.scratchDirectory + "/\(kind)-\(UInt64.random(in: 0...UInt64.max))"
+    }
+
+    private func setState(_ state: String) {
+        healthState.withLock { h in
+            if h.state != "backoff" || state != "idle" { h.state = state }
+        }
+    }
+
+    private func succeeded() {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        healthState.withLock { h in
+            h.lastSuccessAt = now
+            if h.state == "backoff" || h.state == "failed" { h.state = "idle" }
+            h.retryAt = nil
+        }
+    }
+
+    private func failed(_ failure: SyncFailure, retryIn delay: Duration, during phase: String) {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let first = healthState.withLock { h -> Bool in
+            let repeated = h.lastError == failure.description
+            h.state = "backoff"
+            h.lastError = failure.description
+            h.lastErrorKind = Self.kind(failure)
+            h.lastErrorAt = now
+            h.retryAt = now + Int64(delay.components.seconds * 1000) + Int64(delay.components.attoseconds / 1_000_000_000_000_000)
+            return !repeated
+        }
+        if case .waitingForAttachment = failure {
+            log(.debug, "\(info.name) \(phase): \(failure)", fields)
+        } else {
+            log(first ? .warning : .debug, "\(info.name) \(phase) failed: \(failure); retrying in \(delay)", fields)
+        }
+    }
+
+    private static func kind(_ failure: SyncFailure) -> String {
+        switch failure {
+        case .transport(let f): f.kind
+        case .local: "local"
+        case .waitingForAttachment: "waiting"
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import FerryClient
+import FerryJSON
+import Foundation
+
+/// `ferryctl transport ls | add NAME KIND LOCATION | rm NAME`.
+enum TransportCommand: Command {
+    static let name = "transport"
+    static let synopsis = "ls | add NAME folder PATH | rm NAME"
+    static let summary = "list, add or remove the transports a space syncs through"
+    static let details = """
+        A folder transport syncs through a directory that a file-sync tool (Syncthing,
+        Dropbox, Nextcloud, iCloud Drive) keeps the same on every device: each device writes
+        only files of its own there, sealed so the tool and its host see only ciphertext.
+        Adding a transport queues every record of the space for it; removing one drops its
+        progress and keeps the data. Every device of an owner must share its recovery
+        phrase first: see 'ferryctl owner'.
+        """
+    static let takesSpace = true
+
+    static func run(_ arguments: ParsedArguments, _ context: Context) async throws(CommandFailure) {
+        guard let action = arguments.positionals.first else { throw .usage("missing ls, add or rm") }
+        let client = try context.connect()
+        switch action {
+        case "ls", "list":
+            _ = try arguments.positionals(["ls"])
+            let list = try await daemon { () async throws(FerryClientError) in try await client.transports(space: context.space) }
+            if context.json {
+                Output.json(.object(["transports": .array(list.map(\.json))]))
+                return
+            }
+            if list.isEmpty {
+                Output.line("no transports" + (context.space.map { " in space \($0)" } ?? "") + "; add one with 'ferryctl transport add NAME folder PATH'")
+                return
+            }
+            var table = Table("TRANSPORT", "SPACE", "KIND", "LOCATION", "STATE", "PENDING", "LAST SUCCESS", "PROBLEM")
+            for t in list {
+                let problem = t.transportMessage ?? t.lastError ?? "-"
+                table.add(t.name, t.space, t.kind, t.location ?? "-", t.state ?? "-", String(t.pending),
+                          Format.time(t.lastSuccessAt), problem)
+            }
+            Output.out(table.render())
+        case "add":
+            let p = try arguments.positionals(["add", "NAME", "KIND", "LOCATION"])
+            let location = p[3].hasPrefix("/") ? p[3] : FileManager.default.currentDirectoryPath + "/" + p[3]
+            let added = try await daemon { () async throws(FerryClientError) in
+                try await client.addTransport(space: context.space, name: p[1], kind: p[2], location: location)
+            }
+            if context.json {
+                Output.json(.object(["transport": added.json]))
+            } else {
+                Output.line("added \(added.kind) transport \(added.name) to space \(added.space) (\(added.location ?? location)); \(added.pending) record(s) queued for it")
+            }
+        case "rm", "remove":
+            let p = try arguments.positionals(["rm", "NAME"])
+            try await daemon { () async throws(FerryClientError) in try await client.removeTransport(space: context.space, name: p[1]) }
+            if context.json { Output.json(.object([:])) } else { Output.line("removed transport \(p[1]); the data stays on this device") }
+        default:
+            throw .usage("unknown transport command '\(action)' (ls, add or rm)")
+        }
+    }
+}

@@ -4,16 +4,6 @@ import Synchronization
 @testable import FerryModel
 @testable import FerryStore
 
-/// A fresh temporary directory, removed when the value is released.
-final class TempDir: Sendable {
-    let path: String
-    init(_ name: String = "store") {
-        path = NSTemporaryDirectory() + "ferry-test-\(name)-\(UUID().uuidString)"
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
-
 /// A wall clock the test moves by hand.
 final class TestWall: Sendable {
     let now = Atomic<Int64>(1_764_417_600_000)

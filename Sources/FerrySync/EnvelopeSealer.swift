@@ -1,0 +1,142 @@
+import FerryCrypto
+import FerryJSON
+import FerryModel
+
+/// Seals record versions into envelopes for one owner and device, and opens envelopes of that
+/// owner.
+///
+/// The body plaintext is the compact JSON object
+/// `{"e":entity,"i":id,"p":payload-or-null,"a":[sha256,...]}` (members in that order, the
+/// payload's own text spliced in), sealed with XChaCha20-Poly1305 under the owner's data key
+/// with the 76 header bytes as associated data. See docs/protocol.md "Envelopes and keys".
+public struct EnvelopeSealer: Sendable {
+    let keys: OwnerKeys
+    let device: NodeID
+
+    /// A sealer that seals as `device` with `keys`.
+    public init(keys: OwnerKeys, device: NodeID) {
+        self.keys = keys
+        self.device = device
+    }
+
+    /// The owner whose envelopes this sealer makes and opens.
+    public var owner: OwnerID { keys.owner }
+
+    /// Seals `version`. The header's event id depends only on the record and its stamp, so
+    /// sealing the same version again gives the same event id (the body differs: a new nonce).
+    /// The version is sealed as given; `open` validates it.
+    public func seal(_ version: RecordVersion) -> Envelope {
+        let stream = keys.streamID(entity: version.entity, id: version.id)
+        let header = EnvelopeHeader(
+            owner: keys.owner, device: device, event: keys.eventID(stream: stream, stamp: version.hlc),
+            stamp: version.hlc, deleted: version.deleted, stream: stream)
+        let payload = version.deleted ? nil : version.payload
+        var plaintext = Self.bodyPrefix(entity: version.entity, id: version.id)
+        if let payload { plaintext.append(contentsOf: payload.utf8) } else { plaintext.append(contentsOf: "null".utf8) }
+        plaintext.append(contentsOf: Self.bodySuffix(attachments: version.attachments))
+        return Envelope(header: header, body: AEAD.seal(plaintext, associatedData: header.encoded, key: keys.dataKey))
+    }
+
+    /// Opens an envelope of this sealer's owner.
+    ///
+    /// Checks the header's owner, authenticates the body with the header bytes as associated
+    /// data, parses the body (size- and depth-capped), checks that its `(entity, id)` hashes to
+    /// the header's stream id, and builds the version with the header's stamp and deleted flag,
+    /// validated against `limits`. Pure; never traps on any input.
+    /// - Throws: `EnvelopeError.wrongOwner`, `.tooLarge` (a body over `Envelope.maxBodyBytes`),
+    ///   `.authenticationFailed` (wrong key, changed header or body), `.invalidBody(reason)`.
+    public func open(_ envelope: Envelope, limits: RecordLimits = .default) throws(EnvelopeError) -> RecordVersion {
+        let header = envelope.header
+        guard header.owner == keys.owner else { throw .wrongOwner(expected: keys.owner, found: header.owner) }
+        guard envelope.body.count <= Envelope.maxBodyBytes else {
+            throw .tooLarge(size: envelope.body.count, limit: Envelope.maxBodyBytes)
+        }
+        let plaintext: [UInt8]
+        do {
+            plaintext = try AEAD.open(envelope.body, associatedData: header.encoded, key: keys.dataKey)
+        } catch {
+            throw .authenticationFailed
+        }
+        let body = try Self.parseBody(plaintext, maxDepth: limits.maxPayloadDepth)
+        guard keys.streamID(entity: body.entity, id: body.id) == header.stream else {
+            throw .invalidBody("the record (entity, id) inside does not match the header's stream id")
+        }
+        if header.deleted && body.payload != nil { throw .invalidBody("a tombstone's body has a payload") }
+        let version = RecordVersion(entity: body.entity, id: body.id, hlc: header.stamp, deleted: header.deleted,
+                                    payload: body.payload, attachments: body.attachments)
+        do {
+            try version.validate(limits: limits)
+        } catch {
+            throw .invalidBody(error.description)
+        }
+        return version
+    }
+
+    /// The fields of a body.
+    struct Body {
+        var entity: String
+        var id: String
+        var payload: String?
+        var attachments: [String]
+    }
+
+    /// Parses a body plaintext. The payload keeps its exact text when the body has the layout
+    /// `seal` writes; otherwise it is the payload re-serialized canonically.
+    static func parseBody(_ plaintext: [UInt8], maxDepth: Int) throws(EnvelopeError) -> Body {
+        let value: JSONValue
+        do {
+            value = try JSONParser.parse(plaintext, limits: JSONLimits(maxBytes: Envelope.maxBodyBytes, maxDepth: max(0, maxDepth) + 1))
+        } catch {
+            throw .invalidBody("not JSON: \(error.description)")
+        }
+        guard case .object(let members) = value else { throw .invalidBody("not a JSON object") }
+        guard members.count == 4, case .string(let entity)? = members["e"], case .string(let id)? = members["i"],
+              let p = members["p"], case .array(let list)? = members["a"] else {
+            throw .invalidBody("the body must have exactly the members e, i (strings), p and a (an array)")
+        }
+        var attachments: [String] = []
+        attachments.reserveCapacity(list.count)
+        for element in list {
+            guard case .string(let sha) = element else { throw .invalidBody("an attachment reference is not a string") }
+            attachments.append(sha)
+        }
+        let payload: String?
+        switch p {
+        case .null:
+            payload = nil
+        case .object:
+            let prefix = bodyPrefix(entity: entity, id: id)
+            let suffix = bodySuffix(attachments: attachments)
+            if plaintext.count > prefix.count + suffix.count, plaintext.starts(with: prefix),
+               plaintext[(plaintext.count - suffix.count)...].elementsEqual(suffix) {
+                payload = String(decoding: plaintext[prefix.count..<(plaintext.count - suffix.count)], as: UTF8.self)
+            } else {
+                payload = JSONWriter.string(p)
+            }
+        default:
+            throw .invalidBody("the payload must be a JSON object or null, not \(p.typeName)")
+        }
+        return Body(entity: entity, id: id, payload: payload, attachments: attachments)
+    }
+
+    /// `{"e":<entity>,"i":<id>,"p":`
+    static func bodyPrefix(entity: String, id: String) -> [UInt8] {
+        var out = Array(#"{"e":"#.utf8)
+        JSONWriter.appendString(entity, to: &out)
+        out.append(contentsOf: #","i":"#.utf8)
+        JSONWriter.appendString(id, to: &out)
+        out.append(contentsOf: #","p":"#.utf8)
+        return out
+    }
+
+    /// `,"a":[<sha256>,...]}`
+    static func bodySuffix(attachments: [String]) -> [UInt8] {
+        var out = Array(#","a":["#.utf8)
+        for (i, a) in attachments.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            JSONWriter.appendString(a, to: &out)
+        }
+        out.append(contentsOf: "]}".utf8)
+        return out
+    }
+}

@@ -1,0 +1,83 @@
+import FerrySync
+import Synchronization
+
+/// An in-memory log shared by several `MemoryTransport`s: the engine's unit tests use it in
+/// place of a folder or a relay. It keeps every pushed envelope once per event id, in order.
+final class MemoryLog: Sendable {
+    struct State {
+        var envelopes: [Envelope] = []
+        var events: Set<EventID> = []
+        var blobs: [BlobKey: [UInt8]] = [:]
+        /// When set, every call fails with it.
+        var failure: TransportFailure?
+        var pushes = 0
+    }
+
+    let state = Mutex(State())
+
+    var count: Int { state.withLock { $0.envelopes.count } }
+    func fail(with failure: TransportFailure?) { state.withLock { $0.failure = failure } }
+}
+
+/// A transport over a `MemoryLog`; its cursor is the index of the next envelope.
+final class MemoryTransport: Transport {
+    let name: String
+    let log: MemoryLog
+
+    init(name: String, log: MemoryLog) {
+        self.name = name
+        self.log = log
+    }
+
+    private func check() throws(TransportFailure) {
+        if let failure = log.state.withLock({ $0.failure }) { throw failure }
+    }
+
+    func push(_ batch: [Envelope]) async throws(TransportFailure) -> [PushOutcome] {
+        try check()
+        return log.state.withLock { s in
+            s.pushes += 1
+            return batch.map { e in
+                guard s.events.insert(e.header.event).inserted else { return .duplicate }
+                s.envelopes.append(e)
+                return .accepted
+            }
+        }
+    }
+
+    func pull(after cursor: String?, limit: Int, wait: Duration) async throws(TransportFailure) -> PullPage {
+        try check()
+        let start = cursor.flatMap { Int($0) } ?? 0
+        var page = log.state.withLock { s -> PullPage in
+            let slice = Array(s.envelopes.dropFirst(start).prefix(limit))
+            return PullPage(envelopes: slice, cursor: String(start + slice.count), more: start + slice.count < s.envelopes.count)
+        }
+        if page.envelopes.isEmpty, wait > .zero {
+            try? await Task.sleep(for: min(wait, .milliseconds(20)))
+            page.cursor = String(start)
+        }
+        return page
+    }
+
+    func putBlob(key: BlobKey, from path: String) async throws(TransportFailure) {
+        try check()
+        guard let bytes = FileManager.default.contents(atPath: path) else { throw .unavailable("cannot read \(path)") }
+        log.state.withLock { $0.blobs[key] = Array(bytes) }
+    }
+
+    func hasBlob(key: BlobKey) async throws(TransportFailure) -> Bool {
+        try check()
+        return log.state.withLock { $0.blobs[key] != nil }
+    }
+
+    func getBlob(key: BlobKey, to path: String) async throws(TransportFailure) -> Bool {
+        try check()
+        guard let bytes = log.state.withLock({ $0.blobs[key] }) else { return false }
+        return FileManager.default.createFile(atPath: path, contents: Data(bytes))
+    }
+
+    func status() async -> TransportStatus { TransportStatus() }
+    func close() async {}
+}
+
+import Foundation

@@ -1,0 +1,197 @@
+import FerryModel
+import FerryStore
+import FerryTestSupport
+import Foundation
+import Testing
+@testable import FerrySync
+
+/// One device for the engine tests: a real store in a temporary directory and an engine whose
+/// transports are `MemoryTransport`s over logs the test shares between devices.
+final class EngineDevice: Sendable {
+    let dir = TempDir("engine")
+    let store: Store
+    let engine: SyncEngine
+
+    /// `logs` maps a transport's configured location to the shared log it uses.
+    init(logs: [String: MemoryLog]) throws {
+        var config = StoreConfiguration(directory: dir.path + "/state")
+        config.durability = .normal
+        store = try Store(configuration: config)
+        var options = SyncOptions(scratchDirectory: dir.path + "/state/tmp")
+        options.pollInterval = .milliseconds(100)
+        options.debounce = .milliseconds(5)
+        options.attachmentWait = .seconds(5)
+        engine = SyncEngine(store: store, options: options, log: .silent) { info, _, _ throws(TransportFailure) in
+            guard let log = logs[info.config] else { throw .rejected("no log \(info.config)") }
+            return MemoryTransport(name: info.name, log: log)
+        }
+        let engine = self.engine
+        store.setCommitObserver { _ in engine.localChange() }
+    }
+
+    func add(_ name: String, log: String, space: String = Store.privateSpace) async throws {
+        try store.addTransport(space: space, name: name, kind: "memory", config: log)
+        await engine.reconcile()
+    }
+}
+
+/// Polls `condition` until it holds or `timeout` passes.
+func eventually(_ timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return try await condition()
+}
+
+@Suite struct SyncEngineTests {
+    /// Two devices of one owner.
+    static func pair(log: MemoryLog) async throws -> (EngineDevice, EngineDevice) {
+        let a = try EngineDevice(logs: ["shared": log])
+        let b = try EngineDevice(logs: ["shared": log])
+        await a.engine.reconcile()
+        try await b.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
+        try await a.add("m", log: "shared")
+        try await b.add("m", log: "shared")
+        return (a, b)
+    }
+
+    @Test func putsEditsAndDeletesReachTheOtherDevice() async throws {
+        let (a, b) = try await Self.pair(log: MemoryLog())
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        _ = try a.store.put(entity: "note", id: "n1", payload: #"{"t":"one"}"#)
+        #expect(try await eventually { try b.store.get(entity: "note", id: "n1")?.payload == #"{"t":"one"}"# })
+        _ = try b.store.put(entity: "note", id: "n1", payload: #"{"t":"two"}"#)
+        #expect(try await eventually { try a.store.get(entity: "note", id: "n1")?.payload == #"{"t":"two"}"# })
+        _ = try a.store.delete(entity: "note", id: "n1")
+        #expect(try await eventually { try b.store.get(entity: "note", id: "n1")?.deleted == true })
+        #expect(try await eventually { try a.store.outbox().isEmpty && b.store.outbox().isEmpty })
+        #expect(try a.store.digest() == b.store.digest())
+    }
+
+    @Test func attachmentsTravelBeforeTheirRecords() async throws {
+        let log = MemoryLog()
+        let (a, b) = try await Self.pair(log: log)
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        let bytes = Array("attachment bytes".utf8)
+        let info = try a.store.putAttachment(bytes)
+        _ = try a.store.put(entity: "doc", id: "d1", payload: "{}", attachments: [info.sha256])
+        #expect(try await eventually { try b.store.get(entity: "doc", id: "d1") != nil })
+        #expect(try b.store.readAttachment(info.sha256) == bytes)
+        // The host holds sealed blobs only, under keyed names.
+        let blobs = log.state.withLock { $0.blobs }
+        #expect(blobs.count == 1)
+        #expect(blobs.keys.first != info.sha256)
+    }
+
+    @Test func anotherOwnersEnvelopesAreRefusedNeverApplied() async throws {
+        let log = MemoryLog()
+        let (a, b) = try await Self.pair(log: log)
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        let stranger = EnvelopeSealer(keys: OwnerKeys.generate(), device: NodeID(77))
+        let forged = stranger.seal(RecordVersion(entity: "note", id: "evil", hlc: Stamp(millis: 1_800_000_000_000, counter: 0, node: NodeID(77)),
+                                                 deleted: false, payload: "{}"))
+        _ = try await MemoryTransport(name: "x", log: log).push([forged])
+        _ = try a.store.put(entity: "note", id: "good", payload: "{}")
+        #expect(try await eventually { try b.store.get(entity: "note", id: "good") != nil })
+        #expect(try b.store.get(entity: "note", id: "evil") == nil)
+        #expect(try await eventually { await b.engine.states().first?.health.refused ?? 0 >= 1 })
+    }
+
+    @Test func failuresBackOffAndRecover() async throws {
+        let log = MemoryLog()
+        let (a, b) = try await Self.pair(log: log)
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        log.fail(with: .unavailable("the test cut the line"))
+        _ = try a.store.put(entity: "note", id: "n1", payload: "{}")
+        #expect(try await eventually { await a.engine.states().first?.health.lastErrorKind == "unavailable" })
+        #expect(try a.store.outbox().count == 1)
+        log.fail(with: nil)
+        a.engine.syncNow()
+        b.engine.syncNow()
+        #expect(try await eventually { try b.store.get(entity: "note", id: "n1") != nil })
+    }
+
+    @Test func aPausedEngineKeepsItsOutboxAndResumes() async throws {
+        let log = MemoryLog()
+        let (a, b) = try await Self.pair(log: log)
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        try a.engine.setPaused(true)
+        _ = try a.store.put(entity: "note", id: "n1", payload: "{}")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(log.count == 0)
+        #expect(try a.store.outbox().count == 1)
+        try a.engine.setPaused(false)
+        #expect(try await eventually { try b.store.get(entity: "note", id: "n1") != nil })
+    }
+
+    @Test func spacesWithTheirOwnOwnersNeverMix() async throws {
+        let privateLog = MemoryLog(), teamLog = MemoryLog()
+        let a = try EngineDevice(logs: ["p": privateLog, "t": teamLog])
+        defer { Task { await a.engine.stop() } }
+        try a.store.createSpace(name: "team")
+        await a.engine.reconcile()
+        #expect(try a.engine.keyring.keys(for: "team").owner != a.engine.keyring.keys(for: Store.privateSpace).owner)
+        try await a.add("p", log: "p")
+        try await a.add("t", log: "t", space: "team")
+        _ = try a.store.put(entity: "note", id: "mine", payload: "{}")
+        _ = try a.store.put(space: "team", entity: "item", id: "shared", payload: "{}")
+        #expect(await eventually { privateLog.count == 1 && teamLog.count == 1 })
+        let privateOwner = try a.engine.keyring.keys(for: Store.privateSpace).owner
+        #expect(privateLog.state.withLock { $0.envelopes.allSatisfy { $0.header.owner == privateOwner } })
+        #expect(teamLog.state.withLock { $0.envelopes.allSatisfy { $0.header.owner != privateOwner } })
+    }
+
+    @Test func removingAndAddingATransportResyncs() async throws {
+        let log = MemoryLog()
+        let (a, b) = try await Self.pair(log: log)
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        _ = try a.store.put(entity: "note", id: "n1", payload: "{}")
+        #expect(try await eventually { try b.store.get(entity: "note", id: "n1") != nil })
+        try b.store.removeTransport(name: "m")
+        await b.engine.reconcile()
+        #expect(try b.store.progress(key: "cursor:m") == nil)
+        let fresh = MemoryLog()
+        try await b.add("m", log: "shared")   // the same log again: pulls from the start
+        _ = fresh
+        #expect(try await eventually { try b.store.progress(key: "cursor:m") != nil })
+    }
+
+    @Test func exportAndImportCarryEverything() async throws {
+        let a = try EngineDevice(logs: [:])
+        let b = try EngineDevice(logs: [:])
+        await a.engine.reconcile()
+        try await b.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
+        let info = try a.store.putAttachment(Array(repeating: 7, count: 3 << 20))
+        for i in 0..<1000 { _ = try a.store.put(entity: "note", id: "n\(i)", payload: #"{"i":\#(i)}"#, attachments: i == 5 ? [info.sha256] : []) }
+        _ = try a.store.delete(entity: "note", id: "n9")
+        let file = a.dir.path + "/bundle.ferry"
+        let written = try BundleExporter(store: a.store, keyring: a.engine.keyring).export(to: file)
+        #expect(written.records == 1000)
+        #expect(written.attachments == 1)
+        let summary = try BundleImporter(store: b.store, keyring: b.engine.keyring, scratchDirectory: b.dir.path + "/scratch").importBundle(from: file)
+        #expect(summary.applied == 1000)
+        #expect(try a.store.digest() == b.store.digest())
+        #expect(try b.store.readAttachment(info.sha256, maxBytes: 4 << 20).count == 3 << 20)
+        // Again: nothing new.
+        let again = try BundleImporter(store: b.store, keyring: b.engine.keyring, scratchDirectory: b.dir.path + "/scratch").importBundle(from: file)
+        #expect(again.duplicates == 1000 && again.applied == 0)
+        // A truncated bundle changes nothing.
+        let data = try Data(contentsOf: URL(fileURLWithPath: file))
+        let cut = a.dir.path + "/cut.ferry"
+        try data.prefix(data.count - 10).write(to: URL(fileURLWithPath: cut))
+        let c = try EngineDevice(logs: [:])
+        await c.engine.reconcile()
+        try await c.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
+        #expect(throws: BundleError.self) {
+            try BundleImporter(store: c.store, keyring: c.engine.keyring, scratchDirectory: c.dir.path + "/scratch").importBundle(from: cut)
+        }
+        #expect(try c.store.stats().records == 0)
+        // A device with another owner skips it.
+        let d = try EngineDevice(logs: [:])
+        await d.engine.reconcile()
+        let skipped = try BundleImporter(store: d.store, keyring: d.engine.keyring, scratchDirectory: d.dir.path + "/scratch").importBundle(from: file)
+        #expect(skipped.applied == 0 && skipped.skippedOwners.count == 1)
+    }
+}

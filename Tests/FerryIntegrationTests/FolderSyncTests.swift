@@ -1,0 +1,166 @@
+import FerryClient
+import FerryJSON
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// Real ferryd processes syncing through one shared directory (no sync tool: they all see the
+/// same directory, as with a network file system or a tool that already delivered every file).
+@Suite(.serialized) struct FolderSyncTests {
+    /// `count` devices of one owner, all on folder `shared`.
+    static func devices(_ count: Int, shared: String) async throws -> [SyncDevice] {
+        var out: [SyncDevice] = []
+        for i in 0..<count {
+            let d = try SyncDevice(["a", "b", "c", "d"][i])
+            try d.start()
+            if let first = out.first { try await d.joinOwner(of: first) }
+            try await d.addFolder(shared)
+            out.append(d)
+        }
+        return out
+    }
+
+    static func converged(_ devices: [SyncDevice], entity: String = "note") async throws -> Bool {
+        let first = try await devices[0].records(entity)
+        for d in devices.dropFirst() where try await d.records(entity) != first { return false }
+        return true
+    }
+
+    @Test func twoAndThreeDevicesConvergeOnCreatesEditsAndDeletes() async throws {
+        let dir = TempDir("folder-shared")
+        let devices = try await Self.devices(3, shared: dir.path)
+        let (a, b, c) = (devices[0], devices[1], devices[2])
+        for i in 0..<50 { _ = try await a.client().put(entity: "note", id: "n\(i)", payload: ["i": .int(Int64(i)), "by": "a"]) }
+        #expect(try await waitUntil { let nb = try await b.records().count; let nc = try await c.records().count; return nb == 50 && nc == 50 })
+        for i in 0..<10 { _ = try await b.client().put(entity: "note", id: "n\(i)", payload: ["i": .int(Int64(i)), "by": "b"]) }
+        for i in 10..<15 { _ = try await c.client().delete(entity: "note", id: "n\(i)") }
+        #expect(try await waitUntil { try await Self.converged(devices) })
+        let final = try await a.records()
+        #expect(final["n3"]?.payload?.contains("\"b\"") == true)
+        #expect(final["n12"]?.deleted == true)
+        #expect(final.values.filter(\.deleted).count == 5)
+        // The host sees no plaintext: no payload text, no ids, no entity names.
+        #expect(!folderContains(dir.path, "\"by\""))
+        #expect(!folderContains(dir.path, "n12"))
+        #expect(!folderContains(dir.path, "note"))
+    }
+
+    @Test func aStaleDeviceDoesNotBringADeletedRecordBackAndCatchesUp() async throws {
+        let dir = TempDir("folder-stale")
+        let devices = try await Self.devices(2, shared: dir.path)
+        let (a, b) = (devices[0], devices[1])
+        _ = try await a.client().put(entity: "note", id: "doomed", payload: ["v": 1])
+        #expect(try await waitUntil { try await b.records()["doomed"] != nil })
+        #expect(b.harness.stop() == 0)                      // b goes offline with the record live
+        _ = try await a.client().delete(entity: "note", id: "doomed")
+        for i in 0..<20 { _ = try await a.client().put(entity: "note", id: "new\(i)", payload: ["i": .int(Int64(i))]) }
+        try b.start()                                         // b comes back stale
+        #expect(try await waitUntil { let r = try await b.records(); return r["doomed"]?.deleted == true && r.count == 21 })
+        try await Task.sleep(for: .seconds(1))
+        #expect(try await a.records()["doomed"]?.deleted == true)
+        #expect(try await Self.converged(devices))
+    }
+
+    @Test func aKillDuringSyncLosesNothing() async throws {
+        let dir = TempDir("folder-kill")
+        let devices = try await Self.devices(2, shared: dir.path)
+        let (a, b) = (devices[0], devices[1])
+        var items: [PutItem] = []
+        for i in 0..<3000 { items.append(PutItem(entity: "note", id: "k\(i)", payload: ["i": .int(Int64(i)), "pad": .string(String(repeating: "x", count: 200))])) }
+        for chunk in stride(from: 0, to: items.count, by: 500) {
+            _ = try await a.client().putMany(Array(items[chunk..<min(chunk + 500, items.count)]))
+        }
+        // Kill b while it is pulling, and a while it may still be pushing.
+        #expect(try await waitUntil(.seconds(30)) { try await b.records().count > 0 })
+        b.harness.crash()
+        a.harness.crash()
+        try a.start()
+        try b.start()
+        #expect(try await waitUntil { try await b.records().count == 3000 })
+        #expect(try await Self.converged(devices))
+        #expect(try await waitUntil { try await a.client().status().outbox == 0 })
+    }
+
+    @Test func aRemovedAndReAddedTransportResyncs() async throws {
+        let dir = TempDir("folder-readd")
+        let devices = try await Self.devices(2, shared: dir.path)
+        let (a, b) = (devices[0], devices[1])
+        _ = try await a.client().put(entity: "note", id: "first", payload: ["v": 1])
+        #expect(try await waitUntil { try await b.records()["first"] != nil })
+        try await b.client().removeTransport(name: "folder")
+        #expect(try await b.transport() == nil)
+        _ = try await a.client().put(entity: "note", id: "second", payload: ["v": 2])
+        _ = try await b.client().put(entity: "note", id: "offline", payload: ["v": 3])
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await b.records()["second"] == nil)
+        try await b.addFolder(dir.path)
+        #expect(try await waitUntil { let rb = try await b.records(); let ra = try await a.records(); return rb["second"] != nil && ra["offline"] != nil })
+        #expect(try await Self.converged(devices))
+    }
+
+    @Test func twoSpacesWithTheirOwnOwnersAndFoldersNeverMix() async throws {
+        let privateDir = TempDir("folder-private"), teamDir = TempDir("folder-team")
+        let a = try SyncDevice("a"), b = try SyncDevice("b")
+        try a.start(); try b.start()
+        _ = try await a.client().createSpace(name: "team")
+        try await b.joinOwner(of: a)                           // b shares a's private space only
+        try await a.addFolder(privateDir.path)
+        try await a.addFolder(teamDir.path, name: "team-folder", space: "team")
+        try await b.addFolder(privateDir.path)
+        _ = try await a.client().put(entity: "note", id: "mine", payload: ["secret": "private"])
+        _ = try await a.client().put(space: "team", entity: "item", id: "shared-item", payload: ["team": "yes"])
+        #expect(try await waitUntil { try await b.records()["mine"] != nil })
+        let spaces = try await a.client().spaces()
+        let privateOwner = try #require(spaces.first { $0.name == "private" }?.owner)
+        let teamOwner = try #require(spaces.first { $0.name == "team" }?.owner)
+        #expect(privateOwner != teamOwner)
+        #expect(try await waitUntil { filesBelow(teamDir.path).contains { $0.contains(teamOwner) } })
+        #expect(!filesBelow(privateDir.path).contains { $0.contains(teamOwner) })
+        #expect(!filesBelow(teamDir.path).contains { $0.contains(privateOwner) })
+        try await Task.sleep(for: .seconds(1))
+        #expect(try await b.records("item").isEmpty)
+        // b has no space "team" at all.
+        #expect(try await b.client().spaces().map(\.name) == ["private"])
+    }
+
+    @Test func damagedAndForeignDataIsRefusedAndAVanishedFolderIsReported() async throws {
+        let dir = TempDir("folder-bad")
+        let devices = try await Self.devices(2, shared: dir.path)
+        let (a, b) = (devices[0], devices[1])
+        _ = try await a.client().put(entity: "note", id: "good1", payload: ["v": 1])
+        #expect(try await waitUntil { try await b.records()["good1"] != nil })
+        // A third device of another owner writes into the same folder: its data never applies.
+        let stranger = try SyncDevice("x")
+        try stranger.start()
+        try await stranger.addFolder(dir.path)
+        _ = try await stranger.client().put(entity: "note", id: "foreign", payload: ["v": 9])
+        // Flip bytes in the middle of every segment a wrote so far.
+        for file in filesBelow(dir.path) where file.hasSuffix(".fseg") {
+            guard var data = try? Data(contentsOf: URL(fileURLWithPath: file)), data.count > 200 else { continue }
+            data[data.count / 2] ^= 0xFF
+            data[data.count / 2 + 1] ^= 0xFF
+            try data.write(to: URL(fileURLWithPath: file))
+        }
+        _ = try await a.client().put(entity: "note", id: "good2", payload: ["v": 2])
+        #expect(try await waitUntil { try await b.records()["good2"] != nil })
+        try await Task.sleep(for: .seconds(1))
+        #expect(try await b.records()["foreign"] == nil)
+        #expect(try await a.records()["foreign"] == nil)
+        // The folder vanishes: local work goes on, and the status says what is wrong.
+        let moved = dir.path + "-away"
+        try FileManager.default.moveItem(atPath: dir.path, toPath: moved)
+        defer { try? FileManager.default.moveItem(atPath: moved, toPath: dir.path) }
+        _ = try await a.client().put(entity: "note", id: "while-away", payload: ["v": 3])
+        #expect(try await a.client().get(entity: "note", id: "while-away") != nil)
+        try await a.client().syncNow()
+        #expect(try await waitUntil(.seconds(20)) {
+            let t = try await a.transport()
+            return t?.lastErrorKind == "unavailable" || t?.transportState == "unavailable"
+        })
+        #expect(a.harness.isRunning && b.harness.isRunning)
+        try FileManager.default.moveItem(atPath: moved, toPath: dir.path)
+        try await a.client().syncNow()
+        try await b.client().syncNow()
+        #expect(try await waitUntil { try await b.records()["while-away"] != nil })
+    }
+}

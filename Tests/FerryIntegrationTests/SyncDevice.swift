@@ -1,0 +1,82 @@
+import FerryClient
+import FerryJSON
+import Foundation
+
+/// One device for the sync tests: a real ferryd (`DaemonHarness`) and a client of it.
+final class SyncDevice: @unchecked Sendable {
+    // @unchecked: the harness is driven by the one test that owns the device.
+    let name: String
+    let harness: DaemonHarness
+
+    init(_ name: String, pollSeconds: Int = 2) throws {
+        self.name = name
+        harness = try DaemonHarness(config: "[Store]\nDurability=normal\n[Sync]\nPollIntervalSeconds=\(pollSeconds)\nAttachmentWaitSeconds=20\n",
+                                    name: "sync-" + name)
+    }
+
+    func start() throws { try harness.start() }
+    func client() throws -> FerryClient { try FerryClient(socketPath: harness.socketPath) }
+
+    /// Every record of `entity` (tombstones too) by id: (hlc, deleted, payload text).
+    func records(_ entity: String = "note", space: String? = nil) async throws -> [String: Snapshot] {
+        let client = try client()
+        var out: [String: Snapshot] = [:]
+        var after: String?
+        repeat {
+            let page = try await client.list(space: space, entity: entity, after: after, limit: 1000, includeDeleted: true)
+            for r in page.records {
+                out[r.id] = Snapshot(hlc: r.hlc, deleted: r.deleted, payload: r.payload.map { JSONWriter.string(.object($0)) })
+            }
+            after = page.next
+        } while after != nil
+        return out
+    }
+
+    struct Snapshot: Equatable, CustomStringConvertible {
+        var hlc: String
+        var deleted: Bool
+        var payload: String?
+        var description: String { "\(deleted ? "deleted" : payload ?? "-")@\(hlc)" }
+    }
+
+    /// Makes this device's private space (or `space`) the owner `from` has.
+    func joinOwner(of from: SyncDevice, space: String? = nil) async throws {
+        let (_, phrase) = try await from.client().ownerPhrase(space: space)
+        _ = try await client().restoreOwner(space: space, phrase: phrase)
+    }
+
+    func addFolder(_ path: String, name: String = "folder", space: String? = nil) async throws {
+        _ = try await client().addTransport(space: space, name: name, kind: "folder", location: path)
+    }
+
+    func transport(_ name: String = "folder", space: String? = nil) async throws -> TransportStatus? {
+        try await client().transports(space: space).first { $0.name == name }
+    }
+}
+
+/// Polls `condition` until it holds or `timeout` passes; the last value.
+func waitUntil(_ timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(50))
+    }
+    return try await condition()
+}
+
+/// Every regular file under `root`, recursively.
+func filesBelow(_ root: String) -> [String] {
+    guard let e = FileManager.default.enumerator(atPath: root) else { return [] }
+    var out: [String] = []
+    while let rel = e.nextObject() as? String {
+        var isDir: ObjCBool = false
+        if FileManager.default.fileExists(atPath: root + "/" + rel, isDirectory: &isDir), !isDir.boolValue { out.append(root + "/" + rel) }
+    }
+    return out.sorted()
+}
+
+/// Whether any file under `root` contains `needle`'s bytes.
+func folderContains(_ root: String, _ needle: String) -> Bool {
+    let n = Data(needle.utf8)
+    return filesBelow(root).contains { (try? Data(contentsOf: URL(fileURLWithPath: $0)))?.range(of: n) != nil }
+}

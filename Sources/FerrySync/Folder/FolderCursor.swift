@@ -27,10 +27,7 @@ struct FolderCursor: Sendable, Equatable {
             } else {
                 ahead.append(seq)
             }
-            while let first = ahead.first, first <= floor + 1 {
-                floor = max(floor, first)
-                ahead.removeFirst()
-            }
+            fold()
         }
 
         /// Moves the floor to `seq`: a snapshot superseding every segment up to it was consumed.
@@ -38,7 +35,15 @@ struct FolderCursor: Sendable, Equatable {
             guard seq > floor else { return }
             floor = seq
             ahead.removeAll { $0 <= seq }
-            consumeSegment(seq)  // folds segments already read just above the new floor
+            fold()
+        }
+
+        /// Moves the floor over segments already read just above it.
+        private mutating func fold() {
+            while let first = ahead.first, first <= floor + 1 {
+                floor = max(floor, first)
+                ahead.removeFirst()
+            }
         }
 
         func consumed(segment seq: UInt64) -> Bool { seq <= floor || ahead.contains(seq) }

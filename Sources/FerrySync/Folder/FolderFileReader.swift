@@ -1,0 +1,98 @@
+import FerryModel
+import Glibc
+
+/// Reads the frames of one segment or snapshot file from a byte offset, a window at a time, so
+/// memory stays bounded however large the file is.
+///
+/// A file is *complete* when it holds its header's body length; a shorter one is still arriving
+/// (a torn tail): the reader returns what is complete and the offset to resume at. Damaged
+/// frames are reported through `unreadable` and skipped.
+enum FolderFileReader {
+    /// How far a scan got.
+    enum Outcome: Sendable, Equatable {
+        /// The file is not there (any more).
+        case gone
+        /// The file header is unusable (the reason names the file); nothing in it can be read.
+        case badHeader(String)
+        /// Frames before `offset` are consumed; `finished`: the whole body was.
+        case progressed(offset: UInt64, finished: Bool)
+    }
+
+    /// What the header must say; nil accepts any kind or seq (a conflict copy).
+    struct Expectation {
+        var kind: FolderFileHeader.Kind?
+        var owner: OwnerID
+        var device: NodeID
+        var seq: UInt64?
+    }
+
+    /// The most bytes read at once: one largest frame fits with room to spare.
+    static let windowBytes = 2 * (Frame.maxPayloadBytes + Frame.headerSize)
+
+    /// Scans `path` from `offset` (0: the start), calling `visit` with each envelope in order
+    /// until it returns false (stop after that frame) or the readable bytes end.
+    static func scan(path: String, label: String, from offset: UInt64, expect: Expectation,
+                     visit: (Envelope) -> Bool, unreadable: (String) -> Void) throws(FolderIOError) -> Outcome {
+        guard let fd = try FolderIO.openForReading(path) else { return .gone }
+        defer { close(fd) }
+        let size = try FolderIO.size(fd, path: path)
+        let headerBytes = try FolderIO.read(fd, path: path, at: 0, count: FolderFileHeader.encodedSize)
+        let header: FolderFileHeader
+        do {
+            header = try FolderFileHeader.decode(headerBytes[...])
+        } catch {
+            if case .truncated = error { return .progressed(offset: offset, finished: false) }
+            return .badHeader("\(label): \(error)")
+        }
+        if let problem = mismatch(header, expect) { return .badHeader("\(label): \(problem)") }
+        let end = UInt64(FolderFileHeader.encodedSize) + header.bodyLength
+        let available = min(UInt64(size), end)
+        let complete = UInt64(size) >= end
+        var pos = max(offset, UInt64(FolderFileHeader.encodedSize))
+        while pos < available {
+            let count = Int(min(available - pos, UInt64(windowBytes)))
+            let window = try FolderIO.read(fd, path: path, at: Int(pos), count: count)
+            guard window.count == count else { break }  // shrank under us: retry on the next pull
+            let final = complete && pos + UInt64(count) == end
+            var i = 0
+            var refill = false
+            while i < window.count && !refill {
+                switch Frame.read(window, at: i, final: final) {
+                case .frame(let payload, let next):
+                    let at = pos + UInt64(i)
+                    i = next
+                    do {
+                        let envelope = try Envelope.decode(window[payload])
+                        if envelope.header.owner != expect.owner {
+                            unreadable("\(label) at byte \(at): the envelope belongs to owner \(envelope.header.owner), not \(expect.owner)")
+                        } else if !visit(envelope) {
+                            return .progressed(offset: pos + UInt64(i), finished: pos + UInt64(i) >= end)
+                        }
+                    } catch {
+                        unreadable("\(label) at byte \(at): \(error)")
+                    }
+                case .incomplete:
+                    // Not at the end of the data yet: read a new window starting at this frame;
+                    // at the end of a file still arriving: wait for the rest.
+                    refill = true
+                    if pos + UInt64(window.count) >= available { return .progressed(offset: pos + UInt64(i), finished: false) }
+                case .corrupt(let reason, let resumeAt):
+                    // The resync point is at most 3 bytes from the window's end when no magic
+                    // follows; a final window's tail is then skipped as part of the damage.
+                    unreadable("\(label) at byte \(pos + UInt64(i)): \(reason)")
+                    i = final && resumeAt + Frame.headerSize > window.count ? window.count : resumeAt
+                }
+            }
+            pos += UInt64(i)
+        }
+        return .progressed(offset: pos, finished: complete && pos >= end)
+    }
+
+    private static func mismatch(_ h: FolderFileHeader, _ e: Expectation) -> String? {
+        if let kind = e.kind, h.kind != kind { return "the file header says \(h.kind), the name says \(kind)" }
+        if h.owner != e.owner { return "the file belongs to owner \(h.owner), not \(e.owner)" }
+        if h.device != e.device { return "the file was written by device \(h.device), not \(e.device) whose directory holds it" }
+        if let seq = e.seq, h.seq != seq { return "the file header says seq \(h.seq), the name says \(seq)" }
+        return nil
+    }
+}

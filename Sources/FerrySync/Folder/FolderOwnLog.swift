@@ -1,0 +1,68 @@
+import FerryModel
+import Glibc
+
+/// What this device has written into its own directory of the synced folder: the writer's state,
+/// rebuilt from the files when the transport first writes, owned by the transport's writer lock.
+struct FolderOwnLog: Sendable {
+    /// The identity of the directory the state was read from; another one (the folder was
+    /// unmounted and came back, or was replaced) means the state must be read again.
+    var directory: (device: UInt64, inode: UInt64)
+    /// Event ids of every envelope in this device's segments and snapshot.
+    var events: Set<EventID> = []
+    /// The highest segment seq written or superseded; the next segment is `lastSeq + 1`.
+    var lastSeq: UInt64 = 0
+    /// This device's segments in the folder: seq to size in bytes.
+    var segments: [UInt64: UInt64] = [:]
+    /// This device's snapshot: the highest seq it supersedes, and its size.
+    var snapshot: (seq: UInt64, bytes: UInt64)?
+    /// Frames in this device's own files that could not be read when it was loaded.
+    var unreadable = 0
+
+    var segmentBytes: UInt64 { segments.values.reduce(0, +) }
+
+    /// Reads the state from `dir`, tidying what a crash may have left: temporary files, and
+    /// segments or older snapshots that a finished snapshot supersedes.
+    static func load(dir: String, owner: OwnerID, device: NodeID) throws(FolderIOError) -> FolderOwnLog {
+        guard let identity = try FolderIO.kind(of: dir), identity.isDirectory else {
+            throw FolderIOError(call: "stat", path: dir, code: ENOENT)
+        }
+        var log = FolderOwnLog(directory: (identity.device, identity.inode))
+        var segs: [UInt64] = [], snaps: [UInt64] = []
+        for name in try FolderIO.list(dir) {
+            if name.hasPrefix(".tmp-") { try FolderIO.remove(dir + "/" + name); continue }
+            switch FolderFileName(name) {
+            case .segment(let seq): segs.append(seq)
+            case .snapshot(let seq): snaps.append(seq)
+            case .conflictCopy, .ignored: break
+            }
+        }
+        if let newest = snaps.max() {
+            for seq in snaps where seq < newest { try FolderIO.remove(dir + "/" + FolderFileName.snapshotName(seq)) }
+            for seq in segs where seq <= newest { try FolderIO.remove(dir + "/" + FolderFileName.segmentName(seq)) }
+            segs.removeAll { $0 <= newest }
+            log.snapshot = (newest, 0)
+            log.lastSeq = newest
+        }
+        var files: [(String, FolderFileHeader.Kind, UInt64)] = segs.map { (FolderFileName.segmentName($0), .segment, $0) }
+        if let snap = log.snapshot { files.insert((FolderFileName.snapshotName(snap.seq), .snapshot, snap.seq), at: 0) }
+        for (name, kind, seq) in files {
+            var events: [EventID] = []
+            var bad = 0
+            let outcome = try FolderFileReader.scan(
+                path: dir + "/" + name, label: name, from: 0, expect: .init(kind: kind, owner: owner, device: device, seq: seq),
+                visit: { events.append($0.header.event); return true }, unreadable: { _ in bad += 1 })
+            log.events.formUnion(events)
+            log.unreadable += bad
+            let size = UInt64((try FolderIO.kind(of: dir + "/" + name))?.size ?? 0)
+            if case .badHeader = outcome { log.unreadable += 1 }
+            switch kind {
+            case .segment:
+                log.segments[seq] = size
+                log.lastSeq = max(log.lastSeq, seq)
+            case .snapshot:
+                log.snapshot = (seq, size)
+            }
+        }
+        return log
+    }
+}

@@ -1,0 +1,65 @@
+import FerryModel
+
+extension FolderTransport {
+    /// Whether this device's files have grown enough to replace them by a snapshot: more than
+    /// `maxSegments` segments, or (above `minimumCompactionBytes`) more than `growthFactor`
+    /// times the size of the last snapshot.
+    func needsCompaction(_ log: FolderOwnLog) -> Bool {
+        if log.segments.count > options.maxSegments { return true }
+        let total = log.segmentBytes + (log.snapshot?.bytes ?? 0)
+        guard total >= UInt64(options.minimumCompactionBytes) else { return false }
+        return Double(total) > options.growthFactor * Double(log.snapshot?.bytes ?? 0)
+    }
+
+    /// Replaces this device's segments and snapshot by one snapshot holding the newest envelope
+    /// of each stream (tombstones included), superseding every segment up to `log.lastSeq`.
+    /// The snapshot is in place (renamed, directory synced) before anything is deleted, so a
+    /// reader always finds either the segments or the snapshot. Failures are kept for `status()`;
+    /// false then, and the caller reads the directory again before the next write.
+    func compact(_ log: inout FolderOwnLog) -> Bool {
+        do {
+            try writeSnapshot(&log)
+            health.withLock { h in
+                h.compactionError = nil
+                h.compactions += 1
+                h.lastCompactionMillis = options.wallClock()
+            }
+            return true
+        } catch {
+            health.withLock { $0.compactionError = "compacting \(ownDirectory) failed: \(error)" }
+            return false
+        }
+    }
+
+    private func writeSnapshot(_ log: inout FolderOwnLog) throws(FolderIOError) {
+        var latest: [StreamID: Envelope] = [:]
+        var files: [(String, FolderFileHeader.Kind, UInt64)] = []
+        if let snap = log.snapshot { files.append((FolderFileName.snapshotName(snap.seq), .snapshot, snap.seq)) }
+        files += log.segments.keys.sorted().map { (FolderFileName.segmentName($0), .segment, $0) }
+        for (file, kind, seq) in files {
+            _ = try FolderFileReader.scan(
+                path: ownDirectory + "/" + file, label: file, from: 0,
+                expect: .init(kind: kind, owner: owner, device: device, seq: seq),
+                visit: { envelope in
+                    let stream = envelope.header.stream
+                    if let kept = latest[stream], kept.header.stamp >= envelope.header.stamp { return true }
+                    latest[stream] = envelope
+                    return true
+                },
+                unreadable: { _ in })
+        }
+        // A stable order (by stamp, then stream) so equal contents give equal files.
+        let kept = latest.values.sorted { ($0.header.stamp, $0.header.stream) < ($1.header.stamp, $1.header.stream) }
+        var body: [UInt8] = []
+        for envelope in kept { Frame.append(envelope.encoded, to: &body) }
+        let seq = log.lastSeq
+        let header = FolderFileHeader(kind: .snapshot, owner: owner, device: device, seq: seq, bodyLength: UInt64(body.count))
+        try FolderIO.writeAtomically(header.encoded + body, dir: ownDirectory, name: FolderFileName.snapshotName(seq), tempTag: tempTag())
+        if let old = log.snapshot, old.seq != seq { try FolderIO.remove(ownDirectory + "/" + FolderFileName.snapshotName(old.seq)) }
+        for s in log.segments.keys { try FolderIO.remove(ownDirectory + "/" + FolderFileName.segmentName(s)) }
+        try FolderIO.syncDirectory(ownDirectory)
+        log.snapshot = (seq, UInt64(FolderFileHeader.encodedSize + body.count))
+        log.segments = [:]
+        log.events = Set(kept.map(\.header.event))
+    }
+}

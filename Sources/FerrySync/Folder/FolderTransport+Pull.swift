@@ -1,0 +1,195 @@
+import Glibc
+import FerryModel
+
+extension FolderTransport {
+    /// The most envelopes one page holds, whatever limit is asked for.
+    static let maxPageEnvelopes = 10_000
+    /// A page stops once its envelopes pass this many bytes (a few large envelopes).
+    static let maxPageBytes = 16 << 20
+    /// The most device directories read.
+    static let maxDevices = FolderCursor.maxDevices
+    /// The most names read from one directory.
+    static let maxDirectoryEntries = 100_000
+
+    /// Reads the other devices' envelopes after `cursor`, at most `limit` (see `Transport.pull`).
+    ///
+    /// Per device it reads the newest snapshot when it supersedes segments the cursor has not
+    /// consumed, then every segment the cursor has not consumed (late and out-of-order ones
+    /// included), then conflict copies; it stops inside a file at the limit and keeps the
+    /// offset, and keeps the offset of a file still arriving. Damaged frames are listed in
+    /// `unreadable` and skipped. When nothing is new it waits for an inotify event or the poll
+    /// interval, again until `wait` has passed or the task is cancelled.
+    /// Throws `.rejected` for a cursor that is not this transport's, `.unavailable` when the
+    /// folder is missing.
+    public func pull(after cursor: String?, limit: Int, wait: Duration) async throws(TransportFailure) -> PullPage {
+        var progress: FolderCursor
+        do {
+            progress = try FolderCursor(parsing: cursor)
+        } catch {
+            throw .rejected("folder transport \(name): \(error)")
+        }
+        let limit = min(max(limit, 1), Self.maxPageEnvelopes)
+        let deadline = ContinuousClock.now + wait
+        while true {
+            let generation = watcher.generation
+            let page = try scan(&progress, limit: limit)
+            noteUnreadable(page.unreadable)
+            if !page.envelopes.isEmpty || !page.unreadable.isEmpty || Task.isCancelled { return page }
+            let now = ContinuousClock.now
+            if now >= deadline { return page }
+            await watcher.wait(since: generation, timeout: min(deadline - now, options.pollInterval))
+            if Task.isCancelled { return page }
+        }
+    }
+
+    /// One pass over the folder.
+    private func scan(_ progress: inout FolderCursor, limit: Int) throws(TransportFailure) -> PullPage {
+        try checkFolder()
+        // Best effort, so there is a directory to watch; a read-only folder can still be read.
+        try? makeOwnDirectory()
+        var page = PullPage(envelopes: [], cursor: progress.text, more: false)
+        let deviceNames: [String]
+        do {
+            deviceNames = try FolderIO.list(ownerDirectory, limit: Self.maxDirectoryEntries)
+        } catch {
+            if error.code == ENOENT { return page }
+            throw unavailable(error)
+        }
+        watcher.watch(ownerDirectory)
+        var bytes = 0
+        let devices = deviceNames.compactMap(FolderFileName.device).filter { $0 != device.value }.sorted().prefix(Self.maxDevices)
+        for id in devices {
+            var state = progress.devices[id] ?? FolderCursor.Device()
+            let full = try readDevice(NodeID(id), state: &state, into: &page, limit: limit, bytes: &bytes)
+            if state != FolderCursor.Device() || progress.devices[id] != nil { progress.devices[id] = state }
+            if full {
+                page.more = true
+                break
+            }
+        }
+        page.cursor = progress.text
+        return page
+    }
+
+    /// Reads one device's directory; true when the page filled up.
+    private func readDevice(_ id: NodeID, state: inout FolderCursor.Device, into page: inout PullPage,
+                            limit: Int, bytes: inout Int) throws(TransportFailure) -> Bool {
+        let dir = ownerDirectory + "/" + id.description
+        let names: [String]
+        do {
+            names = try FolderIO.list(dir, limit: Self.maxDirectoryEntries)
+        } catch {
+            if error.code == ENOENT || error.code == ENOTDIR { return false }
+            throw unavailable(error)
+        }
+        watcher.watch(dir)
+        var segments: [UInt64] = [], snapshots: [UInt64] = [], copies: [String] = []
+        for name in names {
+            switch FolderFileName(name) {
+            case .segment(let seq): segments.append(seq)
+            case .snapshot(let seq): snapshots.append(seq)
+            case .conflictCopy: copies.append(name)
+            case .ignored: break
+            }
+        }
+        // Forget progress in files that are gone: if one comes back it is read again, which the
+        // engine's merge makes harmless.
+        let present = Set(names)
+        state.partial = state.partial.filter { present.contains($0.key) }
+        state.names.removeAll { !present.contains($0) }
+
+        var full = false
+        let visit = { (envelope: Envelope) -> Bool in
+            page.envelopes.append(envelope)
+            bytes += envelope.body.count + EnvelopeHeader.encodedSize
+            full = page.envelopes.count >= limit || bytes >= Self.maxPageBytes
+            return !full
+        }
+        var unreadable: [String] = []
+
+        // The newest snapshot, when it supersedes a segment not consumed yet (one that may have
+        // been deleted by the compaction that wrote the snapshot).
+        if let snap = snapshots.filter({ !state.names.contains(FolderFileName.snapshotName($0)) }).max(),
+           snap > state.floor, UInt64(state.ahead.filter { $0 <= snap }.count) < snap - state.floor {
+            let file = FolderFileName.snapshotName(snap)
+            let outcome = try scanFile(dir, file, id, .init(kind: .snapshot, owner: owner, device: id, seq: snap), state.partial[file] ?? 0, visit, &unreadable)
+            switch outcome {
+            case .gone: break
+            case .badHeader(let why):
+                unreadable.append(why)
+                state.names.append(file)
+            case .progressed(let offset, let finished):
+                if finished {
+                    state.supersede(through: snap)
+                    state.partial = state.partial.filter { key, _ in
+                        switch FolderFileName(key) {
+                        case .segment(let s), .snapshot(let s): s > snap
+                        default: true
+                        }
+                    }
+                } else if offset > 0 {
+                    state.partial[file] = offset
+                }
+            }
+        }
+        // Segments not consumed, in order, late arrivals included.
+        for seq in segments.sorted() where !full && !state.consumed(segment: seq) {
+            let file = FolderFileName.segmentName(seq)
+            let outcome = try scanFile(dir, file, id, .init(kind: .segment, owner: owner, device: id, seq: seq), state.partial[file] ?? 0, visit, &unreadable)
+            switch outcome {
+            case .gone: state.partial[file] = nil
+            case .badHeader(let why):
+                unreadable.append(why)
+                state.consumeSegment(seq)
+                state.partial[file] = nil
+            case .progressed(let offset, let finished):
+                if finished {
+                    state.consumeSegment(seq)
+                    state.partial[file] = nil
+                } else if offset > 0 {
+                    state.partial[file] = offset
+                }
+            }
+        }
+        // Conflict copies: extra sources, read once each.
+        for file in copies.sorted() where !full && !state.names.contains(file) && state.names.count < FolderCursor.maxNames {
+            let outcome = try scanFile(dir, file, id, .init(kind: nil, owner: owner, device: id, seq: nil), state.partial[file] ?? 0, visit, &unreadable)
+            switch outcome {
+            case .gone: state.partial[file] = nil
+            case .badHeader(let why):
+                unreadable.append(why)
+                state.names.append(file)
+            case .progressed(let offset, let finished):
+                if finished {
+                    state.names.append(file)
+                    state.partial[file] = nil
+                } else if offset > 0 && state.partial.count < FolderCursor.maxNames {
+                    state.partial[file] = offset
+                }
+            }
+        }
+        // A segment that never arrives (deleted by hand) holds the floor; past the cap, give it
+        // up so the cursor stays bounded, and say so.
+        while state.ahead.count > FolderCursor.maxPending, let first = state.ahead.first {
+            unreadable.append("\(id)/: segments \(state.floor + 1) to \(first - 1) never arrived; skipped")
+            state.supersede(through: first)
+        }
+        page.unreadable += unreadable
+        return full
+    }
+
+    private func scanFile(_ dir: String, _ file: String, _ id: NodeID, _ expect: FolderFileReader.Expectation, _ offset: UInt64,
+                          _ visit: (Envelope) -> Bool, _ unreadable: inout [String]) throws(TransportFailure) -> FolderFileReader.Outcome {
+        var found: [String] = []
+        do {
+            let outcome = try FolderFileReader.scan(path: dir + "/" + file, label: "\(id)/\(file)", from: offset, expect: expect,
+                                                    visit: visit, unreadable: { found.append($0) })
+            unreadable += found
+            return outcome
+        } catch {
+            unreadable += found
+            if error.code == ENOENT { return .gone }
+            throw unavailable(error)
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Glibc
+
+extension FolderTransport {
+    /// The folder's state: `unavailable` (missing, not a directory), `read-only`, `corrupt-frames`
+    /// (with the count and the last one seen), `compaction-failed`, or `ok`; and the figures
+    /// `devices`, `segments`, `snapshots` and `bytes` over every device, plus `watch`
+    /// (`inotify` or `poll`).
+    public func status() async -> TransportStatus {
+        var details: [String: String] = [:]
+        do {
+            try checkFolder()
+        } catch {
+            return TransportStatus(state: "unavailable", message: error.message, details: details)
+        }
+        var devices = 0, segments = 0, snapshots = 0, bytes = 0
+        if let names = try? FolderIO.list(ownerDirectory, limit: Self.maxDirectoryEntries) {
+            for name in names where FolderFileName.device(name) != nil {
+                devices += 1
+                let dir = ownerDirectory + "/" + name
+                for file in (try? FolderIO.list(dir, limit: Self.maxDirectoryEntries)) ?? [] {
+                    switch FolderFileName(file) {
+                    case .segment, .conflictCopy: segments += 1
+                    case .snapshot: snapshots += 1
+                    case .ignored: continue
+                    }
+                    bytes += (try? FolderIO.kind(of: dir + "/" + file))??.size ?? 0
+                }
+            }
+        }
+        details["devices"] = String(devices)
+        details["segments"] = String(segments)
+        details["snapshots"] = String(snapshots)
+        details["bytes"] = String(bytes)
+        details["watch"] = watcher.isAvailable ? "inotify" : "poll"
+        let h = health.withLock { $0 }
+        details["corrupt-frames"] = String(h.corruptFrames)
+        details["compactions"] = String(h.compactions)
+        if let when = h.lastCompactionMillis { details["last-compaction-ms"] = String(when) }
+
+        if let problem = writableProblem() {
+            return TransportStatus(state: "read-only", message: "the folder \(path) is not writable: \(problem); check that it is mounted and writable", details: details)
+        }
+        if let failed = h.compactionError {
+            return TransportStatus(state: "compaction-failed", message: failed, details: details)
+        }
+        if h.corruptFrames > 0 {
+            return TransportStatus(state: "corrupt-frames", message: "\(h.corruptFrames) damaged frame(s) skipped, the last: \(h.lastCorrupt ?? "?"); the sync tool or the disk damaged them", details: details)
+        }
+        return TransportStatus(state: "ok", details: details)
+    }
+
+    /// Why this device cannot write into its directory, or nil. `access` alone would let root
+    /// pass on a read-only mount, so the mount flag is checked too.
+    private func writableProblem() -> String? {
+        let target = (try? FolderIO.kind(of: ownDirectory)) ?? nil != nil ? ownDirectory : path
+        var vfs = statvfs()
+        if statvfs(target, &vfs) == 0 && vfs.f_flag & UInt(ST_RDONLY) != 0 { return String(cString: strerror(EROFS)) }
+        if access(target, W_OK) != 0 { return String(cString: strerror(errno)) }
+        return nil
+    }
+}

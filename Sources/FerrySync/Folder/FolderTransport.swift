@@ -1,0 +1,172 @@
+import FerryModel
+import Glibc
+import Synchronization
+
+/// A transport over a directory that a sync tool (Syncthing, Dropbox, Nextcloud, iCloud Drive)
+/// keeps equal between devices. See docs/protocol.md "The folder transport" for the format.
+///
+/// Each device writes only below `PATH/ferry-v1/<owner>/<device>/`, so the sync tool never sees
+/// two writers of one file: a push adds one immutable segment file, a compaction replaces this
+/// device's segments by one snapshot of their newest envelope per stream. Files are written
+/// under a hidden temporary name, fsynced and renamed into place, never rewritten. A pull reads
+/// the other devices' directories and copes with what sync tools do: files arriving late, out of
+/// order, half-written, duplicated as conflict copies, or deleted.
+///
+/// The transport never creates `PATH` itself: a missing folder (unmounted) or a read-only one
+/// fails with `.unavailable` and shows in `status()`.
+public final class FolderTransport: Transport {
+    public let name: String
+    /// The synced folder the user chose.
+    public let path: String
+    public let owner: OwnerID
+    public let device: NodeID
+    let options: Options
+
+    /// `PATH/ferry-v1/<owner>`: one directory per device below it.
+    let ownerDirectory: String
+    /// This device's directory, the only one it writes into.
+    let ownDirectory: String
+
+    /// The writer's state, nil until first needed or after the folder failed; its lock also
+    /// serializes every write into the own directory.
+    let writer = Mutex<FolderOwnLog?>(nil)
+    /// Counters and the last problem, for `status()`.
+    let health = Mutex(Health())
+    let watcher = FolderWatcher()
+
+    struct Health: Sendable {
+        var corruptFrames = 0
+        var lastCorrupt: String?
+        var compactionError: String?
+        var lastCompactionMillis: Int64?
+        var compactions = 0
+    }
+
+    /// A transport over the folder at `path` for `owner`'s envelopes, writing as `device`.
+    /// Touches nothing yet; the folder is checked on each call.
+    public init(name: String, path: String, owner: OwnerID, device: NodeID, options: Options = .init()) {
+        self.name = name
+        var trimmed = path
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
+        self.path = trimmed
+        self.owner = owner
+        self.device = device
+        self.options = options
+        ownerDirectory = trimmed + "/ferry-v1/" + owner.description
+        ownDirectory = ownerDirectory + "/" + device.description
+    }
+
+    /// Writes the envelopes not stored yet as one new segment, durably, before answering.
+    /// Envelopes of another owner are `.rejected`; ones this device wrote before `.duplicate`.
+    /// Throws `.unavailable` when the folder is missing or not writable. May compact afterwards;
+    /// a failed compaction is reported by `status()`, not thrown.
+    public func push(_ batch: [Envelope]) async throws(TransportFailure) -> [PushOutcome] {
+        try writer.withLock { (log: inout FolderOwnLog?) throws(TransportFailure) -> [PushOutcome] in
+            var current = try openOwnLog(&log)
+            var outcomes: [PushOutcome] = []
+            var body: [UInt8] = []
+            var fresh: [EventID] = []
+            for envelope in batch {
+                if envelope.header.owner != owner {
+                    outcomes.append(.rejected("the envelope belongs to owner \(envelope.header.owner); the folder transport \(name) carries owner \(owner)"))
+                } else if envelope.body.count > Envelope.maxBodyBytes {
+                    outcomes.append(.rejected("the envelope's body of \(envelope.body.count) bytes exceeds the limit of \(Envelope.maxBodyBytes)"))
+                } else if current.events.contains(envelope.header.event) || fresh.contains(envelope.header.event) {
+                    outcomes.append(.duplicate)
+                } else {
+                    Frame.append(envelope.encoded, to: &body)
+                    fresh.append(envelope.header.event)
+                    outcomes.append(.accepted)
+                }
+            }
+            guard !fresh.isEmpty else { return outcomes }
+            let seq = current.lastSeq + 1
+            let header = FolderFileHeader(kind: .segment, owner: owner, device: device, seq: seq, bodyLength: UInt64(body.count))
+            do throws(FolderIOError) {
+                try FolderIO.writeAtomically(header.encoded + body, dir: ownDirectory, name: FolderFileName.segmentName(seq), tempTag: tempTag())
+            } catch {
+                log = nil  // read the directory again next time: it may have changed under us
+                throw unavailable(error)
+            }
+            current.events.formUnion(fresh)
+            current.lastSeq = seq
+            current.segments[seq] = UInt64(FolderFileHeader.encodedSize + body.count)
+            log = current
+            if needsCompaction(current) { log = compact(&current) ? current : nil }
+            return outcomes
+        }
+    }
+
+    /// Stops watching the folder.
+    public func close() async {
+        watcher.close()
+    }
+
+    /// Makes sure `PATH` is there and is a directory, without ever creating it.
+    func checkFolder() throws(TransportFailure) {
+        let found: (isDirectory: Bool, size: Int, device: UInt64, inode: UInt64)?
+        do { found = try FolderIO.kind(of: path) } catch { throw unavailable(error) }
+        guard let found else {
+            throw .unavailable("the folder \(path) is missing: \(String(cString: strerror(ENOENT))); check that it is mounted and writable")
+        }
+        guard found.isDirectory else {
+            throw .unavailable("the folder \(path) is not a directory: \(String(cString: strerror(ENOTDIR))); check that it is mounted and writable")
+        }
+    }
+
+    /// Creates `ferry-v1/<owner>/<device>` below the existing folder.
+    func makeOwnDirectory() throws(TransportFailure) {
+        try checkFolder()
+        do throws(FolderIOError) {
+            try FolderIO.makeDirectory(path + "/ferry-v1")
+            try FolderIO.makeDirectory(ownerDirectory)
+            try FolderIO.makeDirectory(ownDirectory)
+        } catch {
+            throw unavailable(error)
+        }
+    }
+
+    /// The writer's state, read from the own directory when not loaded yet or when the
+    /// directory is another one than the one it was read from.
+    private func openOwnLog(_ log: inout FolderOwnLog?) throws(TransportFailure) -> FolderOwnLog {
+        try makeOwnDirectory()
+        do throws(FolderIOError) {
+            if let current = log, let now = try FolderIO.kind(of: ownDirectory),
+               now.device == current.directory.device && now.inode == current.directory.inode {
+                return current
+            }
+            let loaded = try FolderOwnLog.load(dir: ownDirectory, owner: owner, device: device)
+            log = loaded
+            return loaded
+        } catch {
+            log = nil
+            throw unavailable(error)
+        }
+    }
+
+    /// The `.unavailable` failure for a failed call on the folder, in the user's terms.
+    func unavailable(_ error: FolderIOError) -> TransportFailure {
+        let what: String
+        switch error.code {
+        case EROFS, EACCES, EPERM: what = "is not writable"
+        case ENOENT, ENOTDIR: what = "is missing"
+        case ENOSPC, EDQUOT: what = "is full"
+        default: what = "failed (\(error.call) \(error.path))"
+        }
+        return .unavailable("the folder \(path) \(what): \(error.reason); check that it is mounted and writable")
+    }
+
+    /// A unique part for temporary file names: the time, the process and a random number.
+    func tempTag() -> String {
+        "\(options.wallClock())-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    }
+
+    /// Records frames that could not be read, for `status()`.
+    func noteUnreadable(_ reasons: [String]) {
+        guard !reasons.isEmpty else { return }
+        health.withLock { h in
+            h.corruptFrames += reasons.count
+            h.lastCorrupt = reasons.last
+        }
+    }
+}

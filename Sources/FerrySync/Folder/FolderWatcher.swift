@@ -1,0 +1,144 @@
+import Dispatch
+import Glibc
+import Synchronization
+
+/// Wakes waiting pulls when something changes in the watched directories, through inotify.
+///
+/// Directories are added as a scan finds them (the owner directory, then each device directory,
+/// new ones included). When inotify is unavailable (`inotify_init1` fails: a limit reached, a
+/// sandbox) `isAvailable` is false and waiters wake only at their timeout, so pulls poll.
+final class FolderWatcher: Sendable {
+    private struct State {
+        var fd: Int32 = -1
+        var failed = false
+        var closed = false
+        var source: DispatchSourceRead?
+        /// Bumped on every batch of inotify events.
+        var generation: UInt64 = 0
+        var watches: [Int32: String] = [:]
+        var watched: Set<String> = []
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var cancelled: Set<UInt64> = []
+        var nextWaiter: UInt64 = 0
+    }
+
+    private static let mask = UInt32(IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_MODIFY | IN_DELETE | IN_MOVED_FROM
+                                     | IN_DELETE_SELF | IN_MOVE_SELF)
+    private let state = Mutex(State())
+    private let queue = DispatchQueue(label: "ferry.folder-transport.watch")
+
+    /// The current event generation: pass it to `wait(since:timeout:)` after scanning, so a
+    /// change during the scan wakes the wait at once.
+    var generation: UInt64 { state.withLock { $0.generation } }
+
+    /// Whether inotify works here (false: pulls poll).
+    var isAvailable: Bool { state.withLock { !$0.failed } }
+
+    /// Watches directory `path` (idempotent; a failure leaves the poll interval to notice changes).
+    func watch(_ path: String) {
+        state.withLock { s in
+            guard !s.closed, !s.watched.contains(path) else { return }
+            if s.fd < 0 && !s.failed { start(&s) }
+            guard s.fd >= 0 else { return }
+            let wd = inotify_add_watch(s.fd, path, Self.mask)
+            if wd >= 0 {
+                s.watches[wd] = path
+                s.watched.insert(path)
+            }
+        }
+    }
+
+    /// Returns when an event arrives after `generation`, after `timeout`, or when the task is
+    /// cancelled, whichever comes first.
+    func wait(since generation: UInt64, timeout: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await Task.sleep(for: timeout) }
+            if isAvailable { group.addTask { await self.waitForEvent(since: generation) } }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Stops watching and wakes every waiter.
+    func close() {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.closed = true
+            s.source?.cancel()  // its cancel handler closes the descriptor
+            s.source = nil
+            s.fd = -1
+            defer { s.waiters = [:] }
+            return Array(s.waiters.values)
+        }
+        for w in waiters { w.resume() }
+    }
+
+    private func waitForEvent(since generation: UInt64) async {
+        let id = state.withLock { s -> UInt64 in
+            s.nextWaiter += 1
+            return s.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { s -> Bool in
+                    if s.closed || s.generation != generation || s.cancelled.remove(id) != nil { return true }
+                    s.waiters[id] = c
+                    return false
+                }
+                if now { c.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
+                if let w = s.waiters.removeValue(forKey: id) { return w }
+                s.cancelled.insert(id)
+                return nil
+            }
+            waiter?.resume()
+        }
+        state.withLock { _ = $0.cancelled.remove(id) }
+    }
+
+    private func start(_ s: inout State) {
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard fd >= 0 else { s.failed = true; return }
+        s.fd = fd
+        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        source.setEventHandler { [weak self] in self?.drain(fd) }
+        source.setCancelHandler { Glibc.close(fd) }
+        source.resume()
+        s.source = source
+    }
+
+    /// Reads every pending event; forgets watches the kernel dropped (the directory was removed,
+    /// so a later scan re-adds it); wakes the waiters.
+    private func drain(_ fd: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var any = false
+        var dropped: [Int32] = []
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress!, $0.count) }
+            if n <= 0 { break }
+            any = true
+            var i = 0
+            let headerSize = MemoryLayout<inotify_event>.size
+            while i + headerSize <= n {
+                let (wd, mask, len) = buffer.withUnsafeBytes { raw -> (Int32, UInt32, Int) in
+                    let e = raw.loadUnaligned(fromByteOffset: i, as: inotify_event.self)
+                    return (e.wd, e.mask, Int(e.len))
+                }
+                if mask & UInt32(IN_IGNORED) != 0 { dropped.append(wd) }
+                i += headerSize + len
+            }
+        }
+        guard any else { return }
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            guard s.fd == fd else { return [] }
+            for wd in dropped {
+                if let path = s.watches.removeValue(forKey: wd) { s.watched.remove(path) }
+            }
+            s.generation += 1
+            defer { s.waiters = [:] }
+            return Array(s.waiters.values)
+        }
+        for w in waiters { w.resume() }
+    }
+}

@@ -1,0 +1,307 @@
+import FerryModel
+import FerryTestSupport
+import Foundation
+import Testing
+@testable import FerrySync
+
+/// Device A writes into folder `a`; the test plays the sync tool, copying files into folder `b`
+/// where device B reads them.
+@Suite struct FolderTransportTests {
+    let a = ScratchFolder(), b = ScratchFolder()
+    var rng = SplitMix64(seed: 42)
+
+    func writer(maxSegments: Int = 64, path: String? = nil) -> FolderTransport {
+        FolderTransport(name: "folder", path: path ?? a.path, owner: FolderFixture.owner, device: FolderFixture.writer,
+                        options: FolderFixture.options(maxSegments: maxSegments))
+    }
+
+    func reader(poll: Duration = .seconds(5)) -> FolderTransport {
+        FolderTransport(name: "folder", path: b.path, owner: FolderFixture.owner, device: FolderFixture.reader,
+                        options: FolderFixture.options(poll: poll))
+    }
+
+    mutating func envelopes(_ count: Int, streams: UInt64 = 1000, from start: Int64 = 0) -> [Envelope] {
+        (0..<count).map { i in FolderFixture.envelope(stream: (UInt64(start) + UInt64(i)) % streams + 1, millis: start + Int64(i), rng: &rng) }
+    }
+
+    @Test mutating func pushDeduplicatesRejectsOtherOwnersAndReadsBack() async throws {
+        let t = writer()
+        let batch = envelopes(3)
+        #expect(try await t.push(batch) == [.accepted, .accepted, .accepted])
+        let foreign = FolderFixture.envelope(stream: 9, millis: 9, owner: ID128(high: 9, low: 9), rng: &rng)
+        let again = try await t.push([batch[0], foreign, batch[0]])
+        #expect(again[0] == .duplicate && again[2] == .duplicate)
+        guard case .rejected(let why) = again[1] else { Issue.record("a foreign owner must be rejected"); return }
+        #expect(why.contains("owner"))
+        #expect(SyncTool.files(a.path) == ["seg-0000000000000001.fseg"])  // nothing new: no file
+        // Reopened, it still knows what it wrote.
+        #expect(try await writer().push([batch[1]]) == [.duplicate])
+
+        try SyncTool.mirror(from: a.path, to: b.path)
+        let r = reader()
+        let got = try await r.drain(from: nil)
+        #expect(got.envelopes == batch && got.unreadable.isEmpty)
+        let empty = try await r.pull(after: got.cursor, limit: 10, wait: .zero)
+        #expect(empty.envelopes.isEmpty && !empty.more && empty.cursor == got.cursor)
+    }
+
+    @Test mutating func pagesStopAtTheLimitInsideASegment() async throws {
+        let batch = envelopes(10)
+        _ = try await writer().push(batch)
+        try SyncTool.mirror(from: a.path, to: b.path)
+        var cursor: String?
+        var seen: [Envelope] = []
+        while true {
+            let page = try await reader().pull(after: cursor, limit: 3, wait: .zero)
+            seen += page.envelopes
+            cursor = page.cursor
+            if !page.more { break }
+            #expect(page.envelopes.count == 3)
+        }
+        #expect(seen == batch)
+    }
+
+    @Test mutating func readsLateAndOutOfOrderSegments() async throws {
+        let t = writer()
+        let batches = [envelopes(2, from: 0), envelopes(2, from: 10), envelopes(2, from: 20)]
+        for batch in batches { _ = try await t.push(batch) }
+        let names = SyncTool.files(a.path)
+        #expect(names.count == 3)
+        let r = reader()
+        try SyncTool.copy(names[2], from: a.path, to: b.path)
+        var got = try await r.drain(from: nil)
+        #expect(got.envelopes == batches[2])
+        try SyncTool.copy(names[0], from: a.path, to: b.path)
+        got = try await r.drain(from: got.cursor)
+        #expect(got.envelopes == batches[0])
+        try SyncTool.copy(names[1], from: a.path, to: b.path)
+        got = try await r.drain(from: got.cursor)
+        #expect(got.envelopes == batches[1])
+        #expect(try await r.drain(from: got.cursor).envelopes.isEmpty)
+    }
+
+    @Test mutating func readsATornSegmentWhenTheRestArrives() async throws {
+        let batch = envelopes(5)
+        _ = try await writer().push(batch)
+        let name = SyncTool.files(a.path)[0]
+        let size = try Data(contentsOf: URL(fileURLWithPath: FolderFixture.deviceDirectory(a.path) + "/" + name)).count
+        let r = reader()
+        for cut in [10, size / 2] {  // inside the file header, then inside a frame
+            try SyncTool.copy(name, from: a.path, to: b.path, prefix: cut)
+            let first = try await r.drain(from: nil)
+            #expect(first.unreadable.isEmpty)
+            #expect(first.envelopes == Array(batch.prefix(first.envelopes.count)))
+            if cut > 10 { #expect(!first.envelopes.isEmpty && first.envelopes.count < 5) }
+            try SyncTool.copy(name, from: a.path, to: b.path)
+            let rest = try await r.drain(from: first.cursor)
+            #expect(first.envelopes + rest.envelopes == batch)
+            try FileManager.default.removeItem(atPath: FolderFixture.deviceDirectory(b.path) + "/" + name)
+        }
+    }
+
+    @Test mutating func readsConflictCopiesAndSkipsTemporaryFiles() async throws {
+        let mine = envelopes(2)
+        _ = try await writer().push(mine)
+        // A clone of device A (restored from a backup) wrote its own segment 1 elsewhere; the sync
+        // tool kept both versions.
+        let clone = ScratchFolder()
+        let other = envelopes(2, from: 100)
+        _ = try await writer(path: clone.path).push(other)
+        try SyncTool.mirror(from: a.path, to: b.path)
+        let seg = "seg-0000000000000001.fseg"
+        try SyncTool.copy(seg, from: clone.path, to: b.path, as: seg + ".sync-conflict-20260101-120000-ABCDEFG")
+        try SyncTool.copy(seg, from: clone.path, to: b.path, as: "seg-0000000000000001 (1).fseg")
+        try SyncTool.copy(seg, from: clone.path, to: b.path, as: ".syncthing.\(seg).tmp")
+        let got = try await reader().drain(from: nil)
+        #expect(got.envelopes.count == 6)  // the segment and both copies; the temporary file is skipped
+        #expect(Set(got.envelopes) == Set(mine + other))
+        #expect(try await reader().drain(from: got.cursor).envelopes.isEmpty)
+    }
+
+    @Test mutating func reportsCorruptFramesAndReadsTheOthers() async throws {
+        let batch = envelopes(3)
+        _ = try await writer().push(batch)
+        try SyncTool.mirror(from: a.path, to: b.path)
+        let path = FolderFixture.deviceDirectory(b.path) + "/seg-0000000000000001.fseg"
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let frame = Frame.headerSize + batch[0].encoded.count
+        bytes[FolderFileHeader.encodedSize + frame + 40] ^= 0xFF  // inside the second frame
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let r = reader()
+        let got = try await r.drain(from: nil)
+        #expect(got.envelopes == [batch[0], batch[2]])
+        #expect(got.unreadable.count == 1 && got.unreadable[0].contains("seg-0000000000000001.fseg"))
+        let status = await r.status()
+        #expect(status.state == "corrupt-frames" && status.details["corrupt-frames"] == "1")
+        #expect(try await r.drain(from: got.cursor).unreadable.isEmpty)  // reported once
+    }
+
+    @Test mutating func aDeletedSegmentIsSkippedAndItsSnapshotRead() async throws {
+        let t = writer(maxSegments: 3)
+        let batches = (0..<3).map { i in envelopes(2, from: Int64(i) * 10) }
+        for batch in batches { _ = try await t.push(batch) }
+        try SyncTool.mirror(from: a.path, to: b.path)
+        try FileManager.default.removeItem(atPath: FolderFixture.deviceDirectory(b.path) + "/seg-0000000000000002.fseg")
+        let r = reader()
+        let first = try await r.drain(from: nil)
+        #expect(first.envelopes == batches[0] + batches[2])
+        // The fourth push compacts: the snapshot supersedes segment 2 too.
+        let last = envelopes(2, from: 30)
+        _ = try await t.push(last)
+        #expect(SyncTool.files(a.path) == ["snap-0000000000000004.fsnap"])
+        try SyncTool.mirror(from: a.path, to: b.path)
+        let second = try await r.drain(from: first.cursor)
+        #expect(Set(batches[1] + last).isSubset(of: Set(second.envelopes)))
+    }
+
+    @Test mutating func aSnapshotReplacingHalfReadSegmentsLosesNothing() async throws {
+        let t = writer(maxSegments: 4)
+        var written: [Envelope] = []
+        for i in 0..<4 {
+            var batch: [Envelope] = []
+            for k in 0..<5 {
+                batch.append(FolderFixture.envelope(stream: UInt64(k + 1), millis: Int64(i * 10 + k), rng: &rng))
+            }
+            written += batch
+            _ = try await t.push(batch)
+        }
+        try SyncTool.mirror(from: a.path, to: b.path)
+        let r = reader()
+        let page = try await r.pull(after: nil, limit: 7, wait: .zero)  // stops inside segment 2
+        #expect(page.more && page.envelopes == Array(written.prefix(7)))
+        var last: [Envelope] = []
+        for k in 0..<5 {
+            last.append(FolderFixture.envelope(stream: UInt64(k + 1), millis: Int64(40 + k), deleted: k == 0, rng: &rng))
+        }
+        _ = try await t.push(last)
+        #expect(SyncTool.files(a.path) == ["snap-0000000000000005.fsnap"])
+        try SyncTool.mirror(from: a.path, to: b.path)
+        let rest = try await r.drain(from: page.cursor)
+        #expect(Set(last).isSubset(of: Set(rest.envelopes)))  // the newest of every stream, tombstone included
+        #expect(rest.unreadable.isEmpty)
+        #expect(try await r.drain(from: rest.cursor).envelopes.isEmpty)
+    }
+
+    @Test mutating func compactionKeepsTheFolderNearItsLiveData() async throws {
+        let t = writer(maxSegments: 8)
+        var latest: [UInt64: Envelope] = [:]
+        for i in 0..<300 {
+            let e = FolderFixture.envelope(stream: UInt64(i % 5 + 1), millis: Int64(i), bodyBytes: 200, rng: &rng)
+            latest[e.header.stream.low] = e
+            #expect(try await t.push([e]) == [.accepted])
+        }
+        let perEnvelope = Frame.headerSize + latest[1]!.encoded.count
+        let live = 5 * perEnvelope
+        // At most one snapshot of the five live records and nine segments of one envelope each.
+        let bound: Int = live + 9 * (perEnvelope + FolderFileHeader.encodedSize) + FolderFileHeader.encodedSize
+        let size: Int = SyncTool.bytes(a.path)
+        #expect(size <= bound)
+        #expect(size < 300 * perEnvelope / 10)
+        try SyncTool.mirror(from: a.path, to: b.path)
+        let got = try await reader().drain(from: nil)
+        var newest: [UInt64: Envelope] = [:]
+        for e in got.envelopes where newest[e.header.stream.low].map({ $0.header.stamp < e.header.stamp }) ?? true { newest[e.header.stream.low] = e }
+        #expect(newest == latest)
+        #expect(got.envelopes.count < 20)
+        let status = await t.status()
+        #expect(Int(status.details["compactions"] ?? "0")! > 0)
+    }
+
+    @Test mutating func aVanishedFolderIsUnavailableAndNeverCreated() async throws {
+        let gone = a.path + "/mnt"
+        try FileManager.default.createDirectory(atPath: gone, withIntermediateDirectories: false)
+        let t = writer(path: gone)
+        let batch = envelopes(2)
+        _ = try await t.push(batch)
+        try FileManager.default.removeItem(atPath: gone)  // unmounted
+        let failure = await #expect(throws: TransportFailure.self) { try await t.push(envelopes(1, from: 50)) }
+        guard case .unavailable(let message) = failure else { Issue.record("want .unavailable"); return }
+        #expect(message.contains(gone) && message.contains("No such file or directory") && message.contains("check that it is mounted"))
+        await #expect(throws: TransportFailure.self) { try await t.pull(after: nil, limit: 10, wait: .zero) }
+        #expect(await t.status().state == "unavailable")
+        #expect(!FileManager.default.fileExists(atPath: gone))
+        // It comes back (empty: another disk): the transport starts over there.
+        try FileManager.default.createDirectory(atPath: gone, withIntermediateDirectories: false)
+        #expect(try await t.push(batch) == [.accepted, .accepted])
+        #expect(await t.status().state == "ok")
+    }
+
+    @Test mutating func aFolderThatCannotBeWrittenIsReported() async throws {
+        let t = writer()
+        if geteuid() != 0 {
+            // Root ignores permission bits, so this part only runs as another user.
+            chmod(a.path, 0o555)
+            let failure = await #expect(throws: TransportFailure.self) { try await t.push(envelopes(1)) }
+            #expect(failure?.message.contains("not writable") == true)
+            #expect(await t.status().state == "read-only")
+            chmod(a.path, 0o755)
+        }
+        // Unwritable for root too: the folder was replaced by a file.
+        try FileManager.default.removeItem(atPath: a.path)
+        FileManager.default.createFile(atPath: a.path, contents: Data("x".utf8))
+        let failure = await #expect(throws: TransportFailure.self) { try await t.push(envelopes(1)) }
+        #expect(failure?.kind == "unavailable" && failure?.message.contains("check that it is mounted and writable") == true)
+        #expect(await t.status().state == "unavailable")
+        try FileManager.default.removeItem(atPath: a.path)
+        try FileManager.default.createDirectory(atPath: a.path, withIntermediateDirectories: false)
+    }
+
+    @Test func blobsAreValidatedStoredAndFound() async throws {
+        let t = writer(), r = reader()
+        for bad in ["../../../etc/passwd", String(repeating: "AB", count: 32), "ab", String(repeating: "a", count: 63) + "/"] {
+            await #expect(throws: TransportFailure.rejected("the blob key \"\(bad)\" is not 64 lowercase hex digits")) {
+                try await t.putBlob(key: bad, from: "/etc/hostname")
+            }
+            await #expect(throws: TransportFailure.self) { try await t.hasBlob(key: bad) }
+            await #expect(throws: TransportFailure.self) { try await t.getBlob(key: bad, to: b.path + "/out") }
+        }
+        let key = String(repeating: "0f", count: 32)
+        let source = a.path + "/sealed.bin"
+        let content = Data((0..<5000).map { UInt8($0 % 251) })
+        try content.write(to: URL(fileURLWithPath: source))
+        #expect(try await !r.hasBlob(key: key))
+        try await t.putBlob(key: key, from: source)
+        try await t.putBlob(key: key, from: source)  // idempotent
+        #expect(try await t.hasBlob(key: key))
+        try SyncTool.mirror(from: a.path, to: b.path)
+        #expect(try await r.hasBlob(key: key))
+        #expect(try await r.getBlob(key: key, to: b.path + "/fetched"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: b.path + "/fetched")) == content)
+        #expect(try await !r.getBlob(key: String(repeating: "1", count: 64), to: b.path + "/none"))
+    }
+
+    @Test mutating func aWaitingPullWakesOnANewFile() async throws {
+        let batch = envelopes(2)
+        _ = try await writer().push(batch)
+        let r = reader(poll: .seconds(60))
+        _ = try await r.pull(after: nil, limit: 10, wait: .zero)  // the reader's own directories exist
+        let source = a.path, target = b.path
+        let copier = Task {
+            try await Task.sleep(for: .milliseconds(300))
+            try SyncTool.mirror(from: source, to: target)  // a new device directory appears
+        }
+        let start = ContinuousClock.now
+        let page = try await r.pull(after: nil, limit: 10, wait: .seconds(30))
+        let took = ContinuousClock.now - start
+        try await copier.value
+        #expect(await r.status().details["watch"] == "inotify")
+        #expect(page.envelopes == batch)
+        #expect(took < .seconds(5), "woke after \(took)")
+    }
+
+    @Test func aWaitingPullReturnsPromptlyWhenCancelled() async throws {
+        let r = reader(poll: .seconds(60))
+        let start = ContinuousClock.now
+        let pull = Task { try await r.pull(after: nil, limit: 10, wait: .seconds(60)) }
+        try await Task.sleep(for: .milliseconds(200))
+        pull.cancel()
+        let page = try await pull.value
+        #expect(page.envelopes.isEmpty)
+        #expect(ContinuousClock.now - start < .seconds(3))
+        await r.close()
+    }
+
+    @Test func aCursorFromElsewhereIsRejected() async throws {
+        await #expect(throws: TransportFailure.self) { try await reader().pull(after: "relay:17", limit: 10, wait: .zero) }
+    }
+}

@@ -128,8 +128,15 @@ public final class FolderTransport: Transport {
 
     /// The writer's state, read from the own directory when not loaded yet or when the
     /// directory is another one than the one it was read from.
+    /// Any failure forgets the state: a folder that comes back may hold other files, and the
+    /// directory's inode number alone may be reused.
     private func openOwnLog(_ log: inout FolderOwnLog?) throws(TransportFailure) -> FolderOwnLog {
-        try makeOwnDirectory()
+        do {
+            try makeOwnDirectory()
+        } catch {
+            log = nil
+            throw error
+        }
         do throws(FolderIOError) {
             if let current = log, let now = try FolderIO.kind(of: ownDirectory),
                now.device == current.directory.device && now.inode == current.directory.inode {

@@ -159,9 +159,9 @@ struct EngineAPI: Sendable {
         do { config = try TransportConfiguration.make(kind: kind, location: location) } catch {
             throw ErrorMapping.invalidArgument(error.parameter, error.message, interface: EngineInterface.name)
         }
-        let store = self.store
-        try await run { () throws(FerryError) in try store.addTransport(space: space, name: name, kind: kind, config: config) }
-        await sync.reconcile()
+        do { try await sync.addTransport(space: space, name: name, kind: kind, config: config) } catch {
+            throw ErrorMapping.varlink(error, interface: EngineInterface.name)
+        }
         let list = try await transportList(space: space)
         guard let added = list.first(where: { $0["name"]?.stringValue == name }) else {
             throw ErrorMapping.transportNotFound(space: space, name: name)
@@ -176,8 +176,9 @@ struct EngineAPI: Sendable {
         let store = self.store
         let exists = try await run { () throws(FerryError) in try store.transports(space: space).contains { $0.name == name } }
         guard exists else { throw ErrorMapping.transportNotFound(space: space, name: name) }
-        try await run { () throws(FerryError) in try store.removeTransport(space: space, name: name) }
-        await sync.reconcile()
+        do { try await sync.removeTransport(space: space, name: name) } catch {
+            throw ErrorMapping.varlink(error, interface: EngineInterface.name)
+        }
         return [:]
     }
 

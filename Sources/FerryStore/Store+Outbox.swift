@@ -104,11 +104,18 @@ extension Store {
         }
     }
 
-    /// Sets a progress value, committed like any write.
+    /// Sets a progress value, committed like any write. A transport's own keys
+    /// (`push:<name>`, `cursor:<name>`) are kept only while the transport exists: a value saved
+    /// by a loop that was still finishing when its transport was removed is dropped.
     public func setProgress(space: String = Store.privateSpace, key: String, value: String) throws(FerryError) {
         let sid = try catalog.sid(space)
         let now = configuration.wallClock()
+        let catalog = self.catalog
         try write("saving progress \(key)") { writer in
+            for prefix in ["push:", "cursor:"] where key.hasPrefix(prefix) {
+                let name = String(key.dropFirst(prefix.count))
+                if !catalog.transports(of: sid).contains(where: { $0.name == name }) { return }
+            }
             let statement = try writer.db.cached(
                 "INSERT OR REPLACE INTO progress (sid, key, value, updated_at) VALUES (?, ?, ?, ?)")
             statement.bind(1, sid); statement.bind(2, key); statement.bind(3, value); statement.bind(4, now)

@@ -30,8 +30,7 @@ final class EngineDevice: Sendable {
     }
 
     func add(_ name: String, log: String, space: String = Store.privateSpace) async throws {
-        try store.addTransport(space: space, name: name, kind: "memory", config: log)
-        await engine.reconcile()
+        try await engine.addTransport(space: space, name: name, kind: "memory", config: log)
     }
 }
 
@@ -149,13 +148,14 @@ func eventually(_ timeout: Duration = .seconds(10), _ condition: () async throws
         defer { Task { await a.engine.stop(); await b.engine.stop() } }
         _ = try a.store.put(entity: "note", id: "n1", payload: "{}")
         #expect(try await eventually { try b.store.get(entity: "note", id: "n1") != nil })
-        try b.store.removeTransport(name: "m")
-        await b.engine.reconcile()
+        try await b.engine.removeTransport(space: Store.privateSpace, name: "m")
         #expect(try b.store.progress(key: "cursor:m") == nil)
-        let fresh = MemoryLog()
+        _ = try a.store.put(entity: "note", id: "n2", payload: "{}")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(try b.store.get(entity: "note", id: "n2") == nil)
         try await b.add("m", log: "shared")   // the same log again: pulls from the start
-        _ = fresh
-        #expect(try await eventually { try b.store.progress(key: "cursor:m") != nil })
+        #expect(try await eventually { try b.store.get(entity: "note", id: "n2") != nil })
+        #expect(try b.store.progress(key: "cursor:m") != nil)
     }
 
     @Test func exportAndImportCarryEverything() async throws {

@@ -80,6 +80,27 @@ public final class SyncEngine: Sendable {
         }
     }
 
+    /// Adds (or reconfigures) a transport: the store queues every record of the space for it,
+    /// then its loops start. A running transport of that name is stopped first.
+    public func addTransport(space: String, name: String, kind: String, config: String) async throws(FerryError) {
+        await stopRunner(space: space, name: name)
+        try store.addTransport(space: space, name: name, kind: kind, config: config)
+        await reconcile()
+    }
+
+    /// Removes a transport: its loops stop first, then its cursor and progress go.
+    public func removeTransport(space: String, name: String) async throws(FerryError) {
+        await stopRunner(space: space, name: name)
+        try store.removeTransport(space: space, name: name)
+        await reconcile()
+    }
+
+    private func stopRunner(space: String, name: String) async {
+        await reconciling.run {
+            if let runner = runners.withLock({ $0.removeValue(forKey: Self.key(space, name)) }) { await runner.stop() }
+        }
+    }
+
     /// Local data changed (any commit): push loops look at their outbox soon.
     public func localChange() {
         for runner in runners.withLock({ Array($0.values) }) { runner.localChange() }

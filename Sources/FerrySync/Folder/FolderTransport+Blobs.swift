@@ -1,3 +1,4 @@
+import FerryStore
 import Glibc
 
 extension FolderTransport {
@@ -7,6 +8,10 @@ extension FolderTransport {
     /// not writable.
     public func putBlob(key: BlobKey, from source: String) async throws(TransportFailure) {
         try validate(key)
+        try await Blocking.run { () throws(TransportFailure) in try self.putBlobNow(key: key, from: source) }
+    }
+
+    private func putBlobNow(key: BlobKey, from source: String) throws(TransportFailure) {
         try writer.withLock { (_: inout FolderOwnLog?) throws(TransportFailure) in
             try makeOwnDirectory()
             let dir = ownDirectory + "/blobs"
@@ -39,6 +44,10 @@ extension FolderTransport {
     /// temporary file beside it, renamed over it); false when no device holds it yet.
     public func getBlob(key: BlobKey, to destination: String) async throws(TransportFailure) -> Bool {
         try validate(key)
+        return try await Blocking.run { () throws(TransportFailure) in try self.getBlobNow(key: key, to: destination) }
+    }
+
+    private func getBlobNow(key: BlobKey, to destination: String) throws(TransportFailure) -> Bool {
         guard let found = try findBlob(key) else { return false }
         let slash = destination.lastIndex(of: "/")
         let dir = slash.map { String(destination[..<$0]) } ?? "."

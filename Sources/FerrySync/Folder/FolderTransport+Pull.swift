@@ -1,3 +1,4 @@
+import FerryStore
 import Glibc
 import FerryModel
 
@@ -32,7 +33,13 @@ extension FolderTransport {
         let deadline = ContinuousClock.now + wait
         while true {
             let generation = watcher.generation
-            let page = try scan(&progress, limit: limit)
+            let before = progress
+            let (page, after) = try await Blocking.run { () throws(TransportFailure) in
+                var p = before
+                let page = try self.scan(&p, limit: limit)
+                return (page, p)
+            }
+            progress = after
             noteUnreadable(page.unreadable)
             if !page.envelopes.isEmpty || !page.unreadable.isEmpty || Task.isCancelled { return page }
             let now = ContinuousClock.now

@@ -1,4 +1,5 @@
 import FerryModel
+import FerryStore
 import Glibc
 import Synchronization
 
@@ -61,6 +62,11 @@ public final class FolderTransport: Transport {
     /// Throws `.unavailable` when the folder is missing or not writable. May compact afterwards;
     /// a failed compaction is reported by `status()`, not thrown.
     public func push(_ batch: [Envelope]) async throws(TransportFailure) -> [PushOutcome] {
+        // File writes and fsyncs block: off the cooperative pool.
+        try await Blocking.run { () throws(TransportFailure) in try self.pushNow(batch) }
+    }
+
+    private func pushNow(_ batch: [Envelope]) throws(TransportFailure) -> [PushOutcome] {
         try writer.withLock { (log: inout FolderOwnLog?) throws(TransportFailure) -> [PushOutcome] in
             var current = try openOwnLog(&log)
             var outcomes: [PushOutcome] = []

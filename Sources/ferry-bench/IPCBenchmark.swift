@@ -320,14 +320,14 @@ final class Ferryd {
     let socket: String
     private let process = Process()
 
-    init(directory: String) throws {
+    init(directory: String, extraConfig: String = "") throws {
         let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let ferryd = URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("ferryd").path
         guard FileManager.default.isExecutableFile(atPath: ferryd) else {
             throw BenchError("ferryd not found at \(ferryd): build it in the same configuration (swift build -c release)")
         }
         let config = directory + "/ferryd.conf"
-        try "[Store]\nDurability=normal\n[Daemon]\nLogLevel=warning\n".write(toFile: config, atomically: true, encoding: .utf8)
+        try ("[Store]\nDurability=normal\n[Daemon]\nLogLevel=warning\n" + extraConfig).write(toFile: config, atomically: true, encoding: .utf8)
         socket = directory + "/run/ferryd.sock"
         process.executableURL = URL(fileURLWithPath: ferryd)
         process.arguments = ["--config", config, "--state-dir", directory + "/state", "--socket", socket]

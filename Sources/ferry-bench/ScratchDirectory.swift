@@ -24,6 +24,16 @@ struct ScratchDirectory {
         return sub
     }
 
+    /// How many regular files are under the directory `root`.
+    static func fileCount(_ root: String) -> Int {
+        guard let walker = FileManager.default.enumerator(atPath: root) else { return 0 }
+        var count = 0
+        while let rel = walker.nextObject() as? String {
+            if (walker.fileAttributes?[.type] as? FileAttributeType) == .typeRegular, !rel.isEmpty { count += 1 }
+        }
+        return count
+    }
+
     /// The total size of the regular files under the directory `root`, in bytes.
     static func treeBytes(_ root: String) -> Int64 {
         guard let walker = FileManager.default.enumerator(atPath: root) else { return 0 }

@@ -1,6 +1,7 @@
 // ferry-bench: Ferry's benchmarks, one machine-readable line per figure (see STYLE.md, habit 9).
 //   ferry-bench store --records N ...   the core store against raw SQLite
 //   ferry-bench ipc ...                 a real ferryd against a raw socket + SQLite baseline
+//   ferry-bench folder ...              two ferryd syncing through a shared folder
 import Foundation
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -17,6 +18,19 @@ func parentDirectory(_ arguments: [String]) -> String {
 }
 
 switch arguments.first {
+case "folder":
+    let scratch: ScratchDirectory
+    do { scratch = try ScratchDirectory(under: parentDirectory(arguments)) } catch { fail("\(error)", usage: nil, code: 1) }
+    do {
+        try await FolderBenchmark(arguments: arguments.dropFirst(), scratch: scratch).run()
+        scratch.remove()
+    } catch let error as BenchError where error.isUsage {
+        scratch.remove()
+        fail(error.message, usage: FolderBenchmark.usage, code: error.message.isEmpty ? 0 : 2)
+    } catch {
+        scratch.remove()
+        fail("\(error)", usage: nil, code: 1)
+    }
 case "ipc":
     let scratch: ScratchDirectory
     do { scratch = try ScratchDirectory(under: parentDirectory(arguments)) } catch { fail("\(error)", usage: nil, code: 1) }

@@ -13,12 +13,16 @@ struct FolderBenchmark {
     var records = 100_000
     var latencySamples = 200
     var batch = 1000
+    /// Also measure each side alone: A's writes and pushes with B paused, then B's pulls.
+    var staged = false
 
     static let usage = """
         usage: ferry-bench folder [--records N] [--samples N] [--dir DIR]
 
           --records N    records put on A and timed to their arrival in B's Watch (default 100000)
           --samples N    single records timed from A's put to B's Watch (default 200)
+          --staged       then also time each side alone: A's puts and pushes with B paused,
+                         then B's pulls and applies
         Both ferryd run with Durability=normal; they are found next to ferry-bench.
         """
 
@@ -35,6 +39,7 @@ struct FolderBenchmark {
             switch flag {
             case "--records": records = try number()
             case "--samples": latencySamples = try number()
+            case "--staged": staged = true
             case "--dir": _ = rest.popFirst()
             case "-h", "--help": throw BenchError("", isUsage: true)
             default: throw BenchError("unknown option \(flag)", isUsage: true)
@@ -123,6 +128,11 @@ struct FolderBenchmark {
         throughput.add("ratio_vs_raw", endToEnd / raw, digits: 2)
         throughput.emit()
 
+        if staged {
+            try await stagedRun(a: clientA, b: clientB, watcher: watcher, writer: writer, payload: payload)
+            liveBytes += Int64(total * (4 + 12 + 46 + payloadBytes))
+        }
+
         // Compaction: give A's compaction (which follows pushes) a moment, then weigh the folder.
         try await Task.sleep(for: .seconds(2))
         let folderBytes = ScratchDirectory.treeBytes(folder)
@@ -151,6 +161,36 @@ struct FolderBenchmark {
         summary.add("result", pass ? "pass" : "fail")
         summary.emit()
         watcher.stop()
+    }
+
+    /// A second batch of records of the same size: A alone (B paused) until its outbox is
+    /// empty, then B alone until its Watch has them all.
+    private func stagedRun(a: FerryClient, b: FerryClient, watcher: Arrivals, writer: BlockingConnection,
+                           payload: [String: JSONValue]) async throws {
+        try await b.setSyncPaused(true)
+        let batches = max(1, records / batch)
+        let total = batches * batch
+        let requests = (0..<batches).map { bi in
+            VarlinkCallMessage(method: "io.ferry.Store.PutMany", parameters: ["records": .array((0..<batch).map { i in
+                ["entity": "bulk", "id": .string(String(format: "S%06d-%04d", bi, i)), "payload": .object(payload)]
+            })]).encoded()
+        }
+        let before = watcher.bulkCount
+        let t0 = Monotonic.nanos()
+        for request in requests { _ = try writer.roundTrip(request) }
+        let written = Monotonic.nanos()
+        while try await !a.outbox(limit: 1).isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        let pushed = Monotonic.nanos()
+        try await b.setSyncPaused(false)
+        let resumed = Monotonic.nanos()
+        while watcher.bulkCount - before < total { try await Task.sleep(for: .milliseconds(5)) }
+        let applied = Monotonic.nanos()
+        var line = ResultLine("folder.staged")
+        line.add("records", total)
+        line.add("a_put_per_s", Int(Double(total) / (Double(written - t0) / 1e9)))
+        line.add("a_put_and_push_per_s", Int(Double(total) / (Double(pushed - t0) / 1e9)))
+        line.add("b_pull_and_apply_per_s", Int(Double(total) / (Double(applied - resumed) / 1e9)))
+        line.emit()
     }
 
     private func rawInsertRate(total: Int, payload: String) throws -> Double {

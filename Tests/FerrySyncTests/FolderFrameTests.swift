@@ -11,6 +11,19 @@ import Testing
         #expect(CRC32.update(CRC32.checksum(a), with: b) == CRC32.checksum(a + b))
     }
 
+    /// The eight-bytes-at-a-time path (contiguous bytes) agrees with the byte-at-a-time one
+    /// (a lazy collection) at every length and alignment.
+    @Test func crc32FastPathAgreesWithTheBytewiseOne() {
+        var rng = SplitMix64(seed: 7)
+        let bytes = (0..<300).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+        for start in 0..<9 {
+            for end in start...bytes.count {
+                let slice = bytes[start..<end]
+                #expect(CRC32.checksum(slice) == CRC32.checksum(slice.lazy.map { $0 }))
+            }
+        }
+    }
+
     /// Three frames (one empty) read back from every prefix: complete frames come out in order,
     /// a cut inside a frame is `incomplete` (or `corrupt` when the bytes are final), and reading
     /// on from the returned offset once the rest arrives yields exactly the others.

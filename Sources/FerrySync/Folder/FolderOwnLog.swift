@@ -17,6 +17,26 @@ struct FolderOwnLog: Sendable {
     var snapshot: (seq: UInt64, bytes: UInt64)?
     /// Frames in this device's own files that could not be read when it was loaded.
     var unreadable = 0
+    /// The newest stamp of each stream in this device's files, and the size of its frame.
+    var streams: [StreamID: (stamp: Stamp, size: UInt32)] = [:]
+    /// Bytes of frames that are the newest of their stream, and of frames superseded by a
+    /// newer one of the same stream (what compaction would drop).
+    var liveBytes: UInt64 = 0
+    var garbageBytes: UInt64 = 0
+
+    /// Accounts for one frame of `size` bytes holding an envelope with `header`.
+    mutating func note(_ header: EnvelopeHeader, size: Int) {
+        if let existing = streams[header.stream] {
+            if existing.stamp >= header.stamp {
+                garbageBytes += UInt64(size)
+                return
+            }
+            garbageBytes += UInt64(existing.size)
+            liveBytes -= UInt64(existing.size)
+        }
+        streams[header.stream] = (header.stamp, UInt32(clamping: size))
+        liveBytes += UInt64(size)
+    }
 
     var segmentBytes: UInt64 { segments.values.reduce(0, +) }
 
@@ -47,11 +67,17 @@ struct FolderOwnLog: Sendable {
         if let snap = log.snapshot { files.insert((FolderFileName.snapshotName(snap.seq), .snapshot, snap.seq), at: 0) }
         for (name, kind, seq) in files {
             var events: [EventID] = []
+            var headers: [(EnvelopeHeader, Int)] = []
             var bad = 0
             let outcome = try FolderFileReader.scan(
                 path: dir + "/" + name, label: name, from: 0, expect: .init(kind: kind, owner: owner, device: device, seq: seq),
-                visit: { events.append($0.header.event); return true }, unreadable: { _ in bad += 1 })
+                visit: {
+                    events.append($0.header.event)
+                    headers.append(($0.header, Frame.headerSize + EnvelopeHeader.encodedSize + 4 + $0.body.count))
+                    return true
+                }, unreadable: { _ in bad += 1 })
             log.events.formUnion(events)
+            for (header, size) in headers { log.note(header, size: size) }
             log.unreadable += bad
             let size = UInt64((try FolderIO.kind(of: dir + "/" + name))?.size ?? 0)
             if case .badHeader = outcome { log.unreadable += 1 }

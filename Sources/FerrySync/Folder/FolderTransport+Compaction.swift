@@ -8,7 +8,7 @@ extension FolderTransport {
         if log.segments.count > options.maxSegments { return true }
         let total = log.segmentBytes + (log.snapshot?.bytes ?? 0)
         guard total >= UInt64(options.minimumCompactionBytes) else { return false }
-        return Double(total) > options.growthFactor * Double(log.snapshot?.bytes ?? 0)
+        return Double(log.garbageBytes) >= options.garbageRatio * Double(max(log.liveBytes, 1))
     }
 
     /// Replaces this device's segments and snapshot by one snapshot holding the newest envelope
@@ -61,5 +61,9 @@ extension FolderTransport {
         log.snapshot = (seq, UInt64(FolderFileHeader.encodedSize + body.count))
         log.segments = [:]
         log.events = Set(kept.map(\.header.event))
+        log.streams = [:]
+        log.liveBytes = 0
+        log.garbageBytes = 0
+        for envelope in kept { log.note(envelope.header, size: Frame.headerSize + EnvelopeHeader.encodedSize + 4 + envelope.body.count) }
     }
 }

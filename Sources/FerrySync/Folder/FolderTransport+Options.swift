@@ -6,23 +6,26 @@ extension FolderTransport {
         /// How long a waiting pull sleeps between looks when no inotify event comes (and the
         /// only way it notices changes when inotify is unavailable, e.g. on some network mounts).
         public var pollInterval: Duration
-        /// Compact when this device has more segments than this.
+        /// Compact when this device has more segments than this (so readers list few files).
         public var maxSegments: Int
-        /// Compact when this device's files (segments and snapshot) are larger than this many
-        /// times its last snapshot...
-        public var growthFactor: Double
+        /// Compact when the envelopes newer ones of the same stream superseded take this many
+        /// bytes per byte of the envelopes still current: the folder then stays within
+        /// `1 + garbageRatio` times this device's live data, and each compaction, which
+        /// rewrites the live data once, follows at least `garbageRatio` times as many new bytes
+        /// (so its cost per pushed byte stays constant, however large the folder grows)...
+        public var garbageRatio: Double
         /// ...and at least this many bytes (so a small folder is not compacted on every push).
         public var minimumCompactionBytes: Int
         /// The wall clock in milliseconds since the epoch: stamps status figures and temporary
         /// file names.
         public var wallClock: @Sendable () -> Int64
 
-        public init(pollInterval: Duration = .seconds(5), maxSegments: Int = 64, growthFactor: Double = 2,
+        public init(pollInterval: Duration = .seconds(5), maxSegments: Int = 1024, garbageRatio: Double = 0.5,
                     minimumCompactionBytes: Int = 1 << 20,
                     wallClock: @escaping @Sendable () -> Int64 = Options.systemMillis) {
             self.pollInterval = pollInterval
             self.maxSegments = maxSegments
-            self.growthFactor = growthFactor
+            self.garbageRatio = garbageRatio
             self.minimumCompactionBytes = minimumCompactionBytes
             self.wallClock = wallClock
         }

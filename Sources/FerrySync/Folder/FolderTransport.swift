@@ -82,6 +82,7 @@ public final class FolderTransport: Transport {
                 } else {
                     Frame.append(envelope.encoded, to: &body)
                     fresh.append(envelope.header.event)
+                    current.note(envelope.header, size: Frame.headerSize + EnvelopeHeader.encodedSize + 4 + envelope.body.count)
                     outcomes.append(.accepted)
                 }
             }

@@ -49,13 +49,32 @@ struct SyncthingHarnessTests {
             #expect(names == [".stfolder", "from-a.bin", "from-b.bin"], "\(folder): \(names)")
         }
 
-        let pids = [pair.a.process.processIdentifier, pair.b.process.processIdentifier]
+        // Nothing but loopback: every socket is on 127.0.0.1, and talks to 127.0.0.1 or nobody.
+        let sockets = pair.inetSockets()
+        #expect(!sockets.isEmpty)
+        for socket in sockets {
+            let f = socket.split(separator: " ")
+            #expect(f[0] == "tcp" && f[1].hasPrefix("0100007F:") && (f[3].hasPrefix("0100007F:") || f[3] == "00000000:0000"),
+                    "syncthing socket off loopback: \(socket)")
+        }
+        #expect(try await pair.a.rest("GET", "/rest/system/discovery")?.objectValue?.isEmpty == true)
+
+        // One process per instance (no monitor with a child), which stop() ends.
+        #expect(syncthingProcesses(under: root).count == 2, "\(syncthingProcesses(under: root))")
         pair.stop()
         #expect(!pair.a.isRunning && !pair.b.isRunning)
-        for pid in pids {
-            // Reaped by waitUntilExit: the pid no longer names a process (or names another one).
-            let cmdline = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? ""
-            #expect(!cmdline.contains(root), "syncthing pid \(pid) still running: \(cmdline)")
-        }
+        // No process at all is left with a home under root (a monitor's orphaned child would be).
+        let left = syncthingProcesses(under: root)
+        #expect(left.isEmpty, "syncthing processes still running: \(left)")
+    }
+}
+
+/// Processes whose command line mentions `root`, as "pid cmdline".
+func syncthingProcesses(under root: String) -> [String] {
+    let pids = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).filter { Int($0) != nil }
+    return pids.compactMap { pid in
+        guard let raw = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return nil }
+        let cmdline = String(decoding: raw.map { $0 == 0 ? 0x20 : $0 }, as: UTF8.self)
+        return cmdline.contains(root) && cmdline.contains("syncthing") ? "\(pid) \(cmdline)" : nil
     }
 }

@@ -176,6 +176,29 @@ final class SyncthingPair: Sendable {
         Self.terminate([a.process, b.process])
     }
 
+    /// Every IPv4/IPv6 TCP and UDP socket the two processes hold, as "proto local -> remote"
+    /// (hex addresses as in /proc/net: 0100007F is 127.0.0.1), for tests that check nothing
+    /// leaves loopback.
+    func inetSockets() -> [String] {
+        var inodes = Set<String>()
+        for inst in [a, b] {
+            let dir = "/proc/\(inst.process.processIdentifier)/fd"
+            for fd in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] {
+                if let link = try? FileManager.default.destinationOfSymbolicLink(atPath: dir + "/" + fd),
+                   link.hasPrefix("socket:[") { inodes.insert(String(link.dropFirst(8).dropLast())) }
+            }
+        }
+        var out: [String] = []
+        for proto in ["tcp", "tcp6", "udp", "udp6"] {
+            let table = (try? String(contentsOfFile: "/proc/net/\(proto)", encoding: .utf8)) ?? ""
+            for line in table.split(separator: "\n").dropFirst() {
+                let f = line.split(separator: " ")
+                if f.count > 9, inodes.contains(String(f[9])) { out.append("\(proto) \(f[1]) -> \(f[2])") }
+            }
+        }
+        return out
+    }
+
     // MARK: - Sync state
 
     private func checkRunning() throws {
@@ -275,6 +298,10 @@ final class SyncthingPair: Sendable {
         env["STNODEFAULTFOLDER"] = "1"
         env["STNOUPGRADE"] = "1"
         env["STNORESTART"] = "1"
+        // Without this, `syncthing serve` (1.19, even with --no-restart) is a monitor process that
+        // runs the real Syncthing as a child: killing the monitor (SIGKILL) would orphan it. With
+        // it, the process started here is the one that syncs, and signals reach it directly.
+        env["STMONITORED"] = "1"
         env["HOME"] = home  // HOME may be unset or odd here; --home decides everything anyway.
         // Syncthing dials through a proxy from the environment, also for loopback peers.
         for key in ["all_proxy", "ALL_PROXY", "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY",

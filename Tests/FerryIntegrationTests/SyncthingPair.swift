@@ -115,24 +115,24 @@ final class SyncthingPair: Sendable {
             try config(name: "B", folder: folderB, deviceID: idB, guiPort: guiB, listenPort: syncB,
                        peerName: "A", peerID: idA, peerPort: syncA)
                 .write(toFile: homeB + "/config.xml", atomically: true, encoding: .utf8)
+            // A first, and B only once A listens: B dials A as it starts and finds it. Started
+            // together, each one's first dial can find the other not yet listening, and
+            // Syncthing's redial backoff then takes up to ~20 s to connect them.
             let started = ContinuousClock.now
             let instA = try launch(exe: exe, name: "A", home: homeA, folder: folderA, deviceID: idA, guiPort: guiA, listenPort: syncA)
-            let instB: Instance
+            var instB: Instance?
             do {
+                try await waitListening(instA)
                 instB = try launch(exe: exe, name: "B", home: homeB, folder: folderB, deviceID: idB, guiPort: guiB, listenPort: syncB)
-            } catch {
-                terminate([instA.process])
-                throw error
-            }
-            do {
-                try await waitReady(instA, peer: instB)
-                try await waitReady(instB, peer: instA)
+                try await waitListening(instB!)
+                try await waitConnected(instA, to: instB!)
+                try await waitConnected(instB!, to: instA)
                 let connectTime = ContinuousClock.now - started
                 let version = try await instA.rest("GET", "/rest/system/version")?["version"]?.stringValue ?? "?"
-                return SyncthingPair(a: instA, b: instB, version: version, connectTime: connectTime)
+                return SyncthingPair(a: instA, b: instB!, version: version, connectTime: connectTime)
             } catch {
-                terminate([instA.process, instB.process])
-                lastError = HarnessError("\(error)\n\(instA.logTail())\n\(instB.logTail())")
+                terminate([instA.process] + (instB.map { [$0.process] } ?? []))
+                lastError = HarnessError("\(error)\n\(instA.logTail())" + (instB.map { "\n" + $0.logTail() } ?? ""))
             }
         }
         throw lastError
@@ -318,28 +318,39 @@ final class SyncthingPair: Sendable {
         return Instance(name: name, home: home, folder: folder, deviceID: deviceID, guiPort: guiPort, listenPort: listenPort, process: p)
     }
 
-    /// Waits until `inst` answers on REST, its sync listener is up and it is connected to `peer`.
-    private static func waitReady(_ inst: Instance, peer: Instance) async throws {
+    /// Waits until `inst` answers on REST and its sync listener is up; throws at once if it
+    /// exited or cannot listen (its port was taken meanwhile), so start() retries with new ports.
+    private static func waitListening(_ inst: Instance) async throws {
         let deadline = ContinuousClock.now + .seconds(60)
         var stage = "REST API"
         while ContinuousClock.now < deadline {
             guard inst.isRunning else { throw HarnessError("syncthing \(inst.name) exited at start (status \(inst.process.terminationStatus))") }
-            guard peer.isRunning else { throw HarnessError("syncthing \(peer.name) exited at start (status \(peer.process.terminationStatus))") }
             if let status = try? await inst.rest("GET", "/rest/system/status", timeout: 5) {
                 stage = "sync listener"
-                let listener = status["connectionServiceStatus"]?["tcp://127.0.0.1:\(inst.listenPort)"]
-                if let error = listener?["error"]?.stringValue, !error.isEmpty {
-                    throw HarnessError("syncthing \(inst.name) cannot listen on 127.0.0.1:\(inst.listenPort): \(error)")
-                }
-                if listener != nil {
-                    stage = "connection to \(peer.name)"
-                    let conns = try? await inst.rest("GET", "/rest/system/connections", timeout: 5)
-                    if conns?["connections"]?[peer.deviceID]?["connected"]?.boolValue == true { return }
+                if let listener = status["connectionServiceStatus"]?["tcp://127.0.0.1:\(inst.listenPort)"] {
+                    if let error = listener["error"]?.stringValue, !error.isEmpty {
+                        throw HarnessError("syncthing \(inst.name) cannot listen on 127.0.0.1:\(inst.listenPort): \(error)")
+                    }
+                    return
                 }
             }
-            try await Task.sleep(for: .milliseconds(100))
+            try await Task.sleep(for: .milliseconds(50))
         }
         throw HarnessError("syncthing \(inst.name): no \(stage) within 60 s")
+    }
+
+    /// Waits until `inst` reports a connection to `peer`.
+    private static func waitConnected(_ inst: Instance, to peer: Instance) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            for i in [inst, peer] where !i.isRunning {
+                throw HarnessError("syncthing \(i.name) exited (status \(i.process.terminationStatus))")
+            }
+            let conns = try? await inst.rest("GET", "/rest/system/connections", timeout: 5)
+            if conns?["connections"]?[peer.deviceID]?["connected"]?.boolValue == true { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw HarnessError("syncthing \(inst.name) not connected to \(peer.name) within 60 s")
     }
 
     private static func terminate(_ processes: [Process]) {

@@ -30,6 +30,9 @@ DEB_TEST_PACKAGES := varlink-go python3-venv
 # The systemd test boots systemd as PID 1 in namespaces (unshare and nsenter come with
 # util-linux, which every Debian has); libsystemd-dev is a build package above.
 DEB_TEST_PACKAGES += systemd
+# Two real Syncthing instances on loopback (Tests/FerryIntegrationTests/SyncthingPair.swift) are
+# the file-sync tool that folder-sync tests run two ferryd daemons over.
+DEB_TEST_PACKAGES += syncthing
 
 .PHONY: all deps test-deps build run test bench clean
 

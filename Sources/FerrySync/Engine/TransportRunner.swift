@@ -84,15 +84,21 @@ final class TransportRunner: Sendable {
     private func pushLoop() async {
         var failures = 0
         var lastPush = ContinuousClock.now - .seconds(60)
+        var woken = false
         while !Task.isCancelled {
             if isPaused() {
                 setState("paused")
                 await pushSignal.wait(timeout: .seconds(5))
                 continue
             }
-            // Writes close together go out together.
-            let sinceLast = ContinuousClock.now - lastPush
-            if sinceLast < options.debounce { try? await Task.sleep(for: options.debounce - sinceLast) }
+            // Writes close together go out together: after a wake, a push follows the previous
+            // one by at least the debounce (a first write after a quiet spell goes at once). A
+            // backlog (`more`) is pushed back to back.
+            if woken {
+                let sinceLast = ContinuousClock.now - lastPush
+                if sinceLast < options.debounce { try? await Task.sleep(for: options.debounce - sinceLast) }
+                woken = false
+            }
             do throws(SyncFailure) {
                 setState("pushing")
                 lastPush = ContinuousClock.now
@@ -102,6 +108,7 @@ final class TransportRunner: Sendable {
                 if more { continue }
                 setState("idle")
                 await pushSignal.wait(timeout: options.pollInterval)
+                woken = true
             } catch {
                 failures += 1
                 let delay = Backoff.delay(after: error, attempt: failures)

@@ -69,24 +69,32 @@ public final class FolderTransport: Transport {
     private func pushNow(_ batch: [Envelope]) throws(TransportFailure) -> [PushOutcome] {
         try writer.withLock { (log: inout FolderOwnLog?) throws(TransportFailure) -> [PushOutcome] in
             var current = try openOwnLog(&log)
+            // Held only here while it changes, so its tables are changed in place, not copied;
+            // a failure below leaves it nil, which makes the next push read the directory again.
+            log = nil
             var outcomes: [PushOutcome] = []
             var body: [UInt8] = []
             var fresh: [EventID] = []
+            var freshSet = Set<EventID>()
             for envelope in batch {
                 if envelope.header.owner != owner {
                     outcomes.append(.rejected("the envelope belongs to owner \(envelope.header.owner); the folder transport \(name) carries owner \(owner)"))
                 } else if envelope.body.count > Envelope.maxBodyBytes {
                     outcomes.append(.rejected("the envelope's body of \(envelope.body.count) bytes exceeds the limit of \(Envelope.maxBodyBytes)"))
-                } else if current.events.contains(envelope.header.event) || fresh.contains(envelope.header.event) {
+                } else if current.events.contains(envelope.header.event) || freshSet.contains(envelope.header.event) {
                     outcomes.append(.duplicate)
                 } else {
                     Frame.append(envelope.encoded, to: &body)
                     fresh.append(envelope.header.event)
+                    freshSet.insert(envelope.header.event)
                     current.note(envelope.header, size: Frame.headerSize + EnvelopeHeader.encodedSize + 4 + envelope.body.count)
                     outcomes.append(.accepted)
                 }
             }
-            guard !fresh.isEmpty else { return outcomes }
+            guard !fresh.isEmpty else {
+                log = current
+                return outcomes
+            }
             let seq = current.lastSeq + 1
             let header = FolderFileHeader(kind: .segment, owner: owner, device: device, seq: seq, bodyLength: UInt64(body.count))
             do throws(FolderIOError) {
@@ -98,8 +106,11 @@ public final class FolderTransport: Transport {
             current.events.formUnion(fresh)
             current.lastSeq = seq
             current.segments[seq] = UInt64(FolderFileHeader.encodedSize + body.count)
-            log = current
-            if needsCompaction(current) { log = compact(&current) ? current : nil }
+            if needsCompaction(current) {
+                log = compact(&current) ? current : nil
+            } else {
+                log = current
+            }
             return outcomes
         }
     }

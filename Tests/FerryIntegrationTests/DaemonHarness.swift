@@ -31,10 +31,19 @@ final class DaemonHarness: @unchecked Sendable {
     }
 
     /// Starts ferryd and waits until it answers on its socket.
-    func start(extraArguments: [String] = [], environment: [String: String] = [:]) throws {
+    /// - Parameter launcher: a command that runs ferryd (its path and arguments follow), such as
+    ///   a `unshare` that gives it a mount namespace of its own.
+    func start(extraArguments: [String] = [], environment: [String: String] = [:], launcher: [String] = []) throws {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: try Executables.path("ferryd"))
-        p.arguments = ["--config", configPath, "--state-dir", stateDirectory, "--socket", socketPath] + extraArguments
+        let ferryd = try Executables.path("ferryd")
+        let arguments = ["--config", configPath, "--state-dir", stateDirectory, "--socket", socketPath] + extraArguments
+        if let first = launcher.first {
+            p.executableURL = URL(fileURLWithPath: first)
+            p.arguments = Array(launcher.dropFirst()) + [ferryd] + arguments
+        } else {
+            p.executableURL = URL(fileURLWithPath: ferryd)
+            p.arguments = arguments
+        }
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "NOTIFY_SOCKET")
         env.removeValue(forKey: "LISTEN_FDS")

@@ -168,3 +168,41 @@ import Testing
         #expect(try await waitUntil { try await b.records()["while-away"] != nil })
     }
 }
+
+/// The folder seen read-only by one daemon: a read-only bind mount in a mount namespace of
+/// its own (chmod would not stop root, and the tests run as root here).
+@Suite(.serialized) struct ReadOnlyFolderTests {
+    static var canUnshare: Bool {
+        (try? runCommand("/usr/bin/unshare", ["-m", "--propagation", "private", "/bin/true"]).status) == 0
+    }
+
+    @Test(.enabled(if: canUnshare, "needs unshare -m (root or user namespaces)"))
+    func aReadOnlyFolderIsReportedAndLocalWorkGoesOn() async throws {
+        let dir = TempDir("folder-ro")
+        let a = try SyncDevice("a"), b = try SyncDevice("b")
+        try a.start()
+        let script = "mount --bind \"$FERRY_RO\" \"$FERRY_RO\" && mount -o remount,bind,ro \"$FERRY_RO\" && exec \"$0\" \"$@\""
+        setenv("FERRY_RO", dir.path, 1)
+        try b.start(launcher: ["/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c", script])
+        try await b.joinOwner(of: a)
+        try await a.addFolder(dir.path)
+        try await b.addFolder(dir.path)
+        _ = try await a.client().put(entity: "note", id: "from-a", payload: ["v": 1])
+        _ = try await b.client().put(entity: "note", id: "from-b", payload: ["v": 2])
+        // b reads what a wrote, cannot write, says so, and keeps working locally.
+        #expect(try await waitUntil { try await b.records()["from-a"] != nil })
+        #expect(try await waitUntil(.seconds(20)) {
+            let t = try await b.transport()
+            return t?.transportState == "read-only" || t?.lastErrorKind == "unavailable"
+        })
+        let t = try await b.transport()
+        #expect((t?.transportMessage ?? t?.lastError ?? "").contains("writable"))
+        _ = try await b.client().put(entity: "note", id: "still-local", payload: ["v": 3])
+        #expect(try await b.client().get(entity: "note", id: "still-local") != nil)
+        #expect(try await b.client().status().outbox >= 2)
+        #expect(try await a.records()["from-b"] == nil)
+        let bNode = try await b.client().status().node
+        #expect(!filesBelow(dir.path).contains { $0.contains(bNode) }, "b wrote into a folder it sees read-only")
+        #expect(b.harness.isRunning)
+    }
+}

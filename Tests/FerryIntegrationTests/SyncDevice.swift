@@ -14,7 +14,7 @@ final class SyncDevice: @unchecked Sendable {
                                     name: "sync-" + name)
     }
 
-    func start() throws { try harness.start() }
+    func start(launcher: [String] = []) throws { try harness.start(launcher: launcher) }
     func client() throws -> FerryClient { try FerryClient(socketPath: harness.socketPath) }
 
     /// Every record of `entity` (tombstones too) by id: (hlc, deleted, payload text).

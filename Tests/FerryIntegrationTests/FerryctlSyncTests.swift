@@ -1,0 +1,78 @@
+import FerryJSON
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// The sync commands of the built `ferryctl` against two real ferryd: owners and recovery
+/// phrases, folder transports, pause and resume, export and import.
+@Suite(.serialized) struct FerryctlSyncTests {
+    @Test func ownersTransportsPauseAndBundles() async throws {
+        let folder = TempDir("ctl-folder")
+        let a = try SyncDevice("ctl-a"), b = try SyncDevice("ctl-b")
+        try a.start(); try b.start()
+        let ca = try CtlRunner(socket: a.harness.socketPath), cb = try CtlRunner(socket: b.harness.socketPath)
+
+        let shown = try ca.run(["owner", "show-phrase", "--json"])
+        #expect(shown.status == 0, "\(shown)")
+        let phrase = try #require(try shown.json()["phrase"]?.stringValue)
+        let owner = try shown.json()["owner"]?.stringValue
+        let human = try ca.run(["owner", "show-phrase"])
+        #expect(human.stdout.contains(phrase) && human.stderr.contains("secret"), "\(human)")
+
+        // A typo is caught by the checksum and changes nothing.
+        var typo = Array(phrase)
+        typo[3] = typo[3] == "X" ? "Y" : "X"
+        let wrong = try cb.run(["owner", "restore", String(typo)])
+        #expect(wrong.status == 1 && wrong.stderr.contains("typo"), "\(wrong)")
+        // Lower case and spaces for dashes are fine.
+        let restored = try cb.run(["owner", "restore", phrase.lowercased().replacingOccurrences(of: "-", with: " "), "--json"])
+        #expect(restored.status == 0, "\(restored)")
+        #expect(try restored.json()["owner"]?.stringValue == owner)
+
+        let missing = try ca.run(["transport", "add", "f", "folder", folder.path + "/nope"])
+        #expect(missing.status == 1 && missing.stderr.contains("not an existing directory"), "\(missing)")
+        let unknown = try ca.run(["transport", "add", "f", "carrier-pigeon", folder.path])
+        #expect(unknown.status == 1 && unknown.stderr.contains("known kinds: folder"), "\(unknown)")
+        #expect(try ca.run(["transport", "add", "f", "folder", folder.path]).status == 0)
+        #expect(try cb.run(["transport", "add", "f", "folder", folder.path]).status == 0)
+        let listed = try ca.run(["transport", "ls"])
+        #expect(listed.status == 0 && listed.lines.first?.hasPrefix("TRANSPORT") == true && listed.stdout.contains(folder.path), "\(listed)")
+
+        #expect(try ca.run(["put", "note", "N1", #"{"t":1}"#]).status == 0)
+        #expect(try await waitUntil { try await b.records()["N1"] != nil })
+
+        // Paused, b keeps its change in the outbox; resumed, it goes out.
+        #expect(try cb.run(["sync", "pause"]).status == 0)
+        #expect(try cb.run(["status", "--json"]).json()["state"] == "paused")
+        #expect(try cb.run(["put", "note", "N2", #"{"t":2}"#]).status == 0)
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await a.records()["N2"] == nil)
+        #expect(try cb.run(["sync", "resume"]).status == 0)
+        #expect(try await waitUntil { try await a.records()["N2"] != nil })
+
+        // Send and Receive: a third device of the same owner, no folder.
+        let c = try SyncDevice("ctl-c")
+        try c.start()
+        let cc = try CtlRunner(socket: c.harness.socketPath)
+        #expect(try cc.run(["owner", "restore", phrase]).status == 0)
+        let bundle = folder.path + "/../ctl-bundle-\(UUID().uuidString).ferry"
+        defer { try? FileManager.default.removeItem(atPath: bundle) }
+        let exported = try ca.run(["export", bundle, "--json"])
+        #expect(exported.status == 0, "\(exported)")
+        #expect(try exported.json()["records"] == 2)
+        let imported = try cc.run(["import", bundle])
+        #expect(imported.status == 0 && imported.stdout.contains("2 applied"), "\(imported)")
+        #expect(try await c.records() == a.records())
+        #expect(!(try String(contentsOfFile: bundle, encoding: .isoLatin1)).contains("\"t\""))
+        let damaged = folder.path + "/../ctl-damaged-\(UUID().uuidString).ferry"
+        defer { try? FileManager.default.removeItem(atPath: damaged) }
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: bundle))
+        try bytes.prefix(bytes.count - 5).write(to: URL(fileURLWithPath: damaged))
+        let refused = try cc.run(["import", damaged])
+        #expect(refused.status == 1 && refused.stderr.contains("nothing was imported"), "\(refused)")
+
+        #expect(try cb.run(["transport", "rm", "f"]).status == 0)
+        let gone = try cb.run(["transport", "rm", "f"])
+        #expect(gone.status == 1 && gone.stderr.contains("no transport named f"), "\(gone)")
+    }
+}

@@ -138,3 +138,43 @@ import Testing
         #expect(throws: CommandLineOptions.Problem.self) { try CommandLineOptions.parse(args) }
     }
 }
+
+@Suite struct TransportConfigurationTests {
+    let env = ["HOME": "/home/u", "XDG_RUNTIME_DIR": "/run/user/1000"]
+
+    @Test func transportSectionsAreRead() throws {
+        var c = DaemonConfiguration(environment: env)
+        try c.apply(configText: """
+            [Sync]
+            PollIntervalSeconds=7
+            [Transport laptop]
+            Kind=folder
+            Location=/srv/sync/ferry
+            [Transport team-folder]
+            Kind=folder
+            Location=/srv/team
+            Space=team
+            """, file: "t.conf")
+        #expect(c.pollIntervalSeconds == 7)
+        #expect(c.transports.map(\.name) == ["laptop", "team-folder"])
+        #expect(c.transports[1].space == "team" && c.transports[0].space == "private")
+        #expect(c.syncOptions.pollInterval == .seconds(7))
+    }
+
+    @Test(arguments: [
+        ("[Transport Bad!]\nKind=folder", "the name is"),
+        ("[Transport t]\nKind=folder", "needs Location="),
+        ("[Transport t]\nLocation=/x", "needs Kind="),
+        ("[Transport t]\nKind=folder\nLocation=relative", "absolute"),
+        ("[Transport t]\nColour=blue", "unknown key"),
+        ("[Sync]\nPollIntervalSeconds=0", "from 1"),
+    ])
+    func badTransportSectionsSayWhatIsWrong(_ text: String, _ expected: String) {
+        var c = DaemonConfiguration(environment: env)
+        #expect {
+            try c.apply(configText: text, file: "t.conf")
+        } throws: { error in
+            "\(error)".contains(expected)
+        }
+    }
+}

@@ -102,6 +102,28 @@ import Testing
         #expect(try await Self.converged(devices))
     }
 
+    /// b syncs through two folders at once, each with a full copy: a (only on the first)
+    /// and c (only on the second) reach each other through b.
+    @Test func severalTransportsAtOnceEachHoldAFullCopy() async throws {
+        let one = TempDir("folder-one"), two = TempDir("folder-two")
+        let a = try SyncDevice("a"), b = try SyncDevice("b"), c = try SyncDevice("c")
+        try a.start(); try b.start(); try c.start()
+        try await b.joinOwner(of: a)
+        try await c.joinOwner(of: a)
+        _ = try await b.client().put(entity: "note", id: "before", payload: ["v": 0])
+        try await a.addFolder(one.path, name: "one")
+        try await b.addFolder(one.path, name: "one")
+        try await b.addFolder(two.path, name: "two")
+        try await c.addFolder(two.path, name: "two")
+        _ = try await a.client().put(entity: "note", id: "from-a", payload: ["v": 1])
+        _ = try await c.client().put(entity: "note", id: "from-c", payload: ["v": 2])
+        #expect(try await waitUntil { let same = try await Self.converged([a, b, c]); let n = try await a.records().count; return same && n == 3 })
+        // b's outbox empties only once both folders have everything.
+        #expect(try await waitUntil { try await b.client().outbox(limit: 1).isEmpty })
+        let pendingOne = try await b.transport("one")?.pending, pendingTwo = try await b.transport("two")?.pending
+        #expect(pendingOne == 0 && pendingTwo == 0)
+    }
+
     @Test func twoSpacesWithTheirOwnOwnersAndFoldersNeverMix() async throws {
         let privateDir = TempDir("folder-private"), teamDir = TempDir("folder-team")
         let a = try SyncDevice("a"), b = try SyncDevice("b")
@@ -204,5 +226,28 @@ import Testing
         let bNode = try await b.client().status().node
         #expect(!filesBelow(dir.path).contains { $0.contains(bNode) }, "b wrote into a folder it sees read-only")
         #expect(b.harness.isRunning)
+    }
+}
+
+/// Transports declared in ferryd.conf.
+@Suite(.serialized) struct DeclaredTransportTests {
+    @Test func aTransportDeclaredInTheConfigRunsAndGoesWhenTheSectionGoes() async throws {
+        let dir = TempDir("folder-conf")
+        let base = "[Store]\nDurability=normal\n"
+        let daemon = try DaemonHarness(config: base + "[Transport from-conf]\nKind=folder\nLocation=\(dir.path)\n", name: "conf-transport")
+        try daemon.start()
+        let client = try FerryClient(socketPath: daemon.socketPath)
+        let listed = try await client.transports()
+        #expect(listed.map(\.name) == ["from-conf"] && listed.first?.location == dir.path)
+        _ = try await client.put(entity: "note", id: "n1", payload: ["v": 1])
+        #expect(try await waitUntil { try await client.outbox(limit: 1).isEmpty })
+        #expect(filesBelow(dir.path).contains { $0.hasSuffix(".fseg") })
+        // A transport added by hand is left alone when the file changes.
+        let other = TempDir("folder-conf-other")
+        _ = try await client.addTransport(name: "by-hand", kind: "folder", location: other.path)
+        try base.write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        kill(daemon.process!.processIdentifier, SIGHUP)
+        #expect(try await waitUntil(.seconds(10)) { try await client.transports().map(\.name) == ["by-hand"] })
+        #expect(daemon.stop() == 0)
     }
 }

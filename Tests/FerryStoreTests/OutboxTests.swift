@@ -145,11 +145,19 @@ import Testing
         do {
             let store = try makeStore(dir)
             try store.createSpace(name: "team")
+            try store.addTransport(name: "relay", kind: "relay")
+            try store.addTransport(space: "team", name: "relay", kind: "relay")
             try store.setProgress(key: "cursor:relay", value: "p")
             try store.setProgress(space: "team", key: "cursor:relay", value: "t")
+            // A transport's own keys are kept only while it exists (a loop finishing after its
+            // transport was removed saves nothing).
+            try store.setProgress(key: "cursor:gone", value: "x")
+            try store.setProgress(key: "other", value: "kept")
         }
         let store = try makeStore(dir)
         #expect(try store.progress(key: "cursor:relay") == "p")
         #expect(try store.progress(space: "team", key: "cursor:relay") == "t")
+        #expect(try store.progress(key: "cursor:gone") == nil)
+        #expect(try store.progress(key: "other") == "kept")
     }
 }

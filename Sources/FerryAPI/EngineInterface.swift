@@ -104,9 +104,16 @@ public enum EngineInterface {
 
     # Adds a transport to a space (default: the private space) and queues every record of
     # the space for it. kind "folder": location is the absolute path of an existing directory
-    # that a file-sync tool keeps in sync between devices. Adding an existing name again
-    # replaces its configuration.
-    method AddTransport(space: ?string, name: string, kind: string, location: string) -> (transport: TransportStatus)
+    # that a file-sync tool keeps in sync between devices. kind "relay": location is the
+    # relay's URL (http or https), with either a pairing code from another device of the
+    # owner (RelayPairingCode) or a token the relay's operator created. Adding an existing
+    # name again replaces its configuration.
+    method AddTransport(space: ?string, name: string, kind: string, location: string, code: ?string, token: ?string) -> (transport: TransportStatus)
+
+    # A short-lived, one-time code another device redeems with AddTransport(kind: "relay",
+    # code) to get a relay token of its own for this space's owner. name picks the relay
+    # transport when the space has several.
+    method RelayPairingCode(space: ?string, name: ?string) -> (code: string, expiresAt: int)
 
     # Removes a transport: its cursor and progress are dropped; the data stays.
     method RemoveTransport(space: ?string, name: string) -> ()
@@ -150,6 +157,8 @@ public enum EngineInterface {
     error TransportNotFound (space: string, name: string, message: string)
     # The recovery phrase has a typo or is not a Ferry recovery phrase.
     error InvalidRecoveryPhrase (message: string)
+    # The relay refused or could not be reached.
+    error RelayFailure (message: string)
     # A bundle could not be written or read.
     error BundleFailure (path: string, message: string)
     # A parameter has a value the method cannot use.

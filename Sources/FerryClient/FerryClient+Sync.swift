@@ -17,15 +17,29 @@ extension FerryClient {
 
     /// Adds a transport to a space (`io.ferry.Engine.AddTransport`); every record of the space
     /// is queued for it. For kind `"folder"`, `location` is the absolute path of an existing
-    /// directory kept in sync by a file-sync tool.
+    /// directory kept in sync by a file-sync tool; for `"relay"`, the relay's URL with a pairing
+    /// `code` from another device of the owner, or a `token` from the relay's operator.
     /// - Throws: `FerryClientError.remote` with `InvalidArgument` (an unknown kind, a missing
     ///   directory), `SpaceNotFound`; or a connection error.
-    public func addTransport(space: String? = nil, name: String, kind: String,
-                             location: String) async throws(FerryClientError) -> TransportStatus {
+    public func addTransport(space: String? = nil, name: String, kind: String, location: String,
+                             code: String? = nil, token: String? = nil) async throws(FerryClientError) -> TransportStatus {
         var parameters: [String: JSONValue] = ["name": .string(name), "kind": .string(kind), "location": .string(location)]
         parameters.setIfPresent("space", space.json)
+        parameters.setIfPresent("code", code.json)
+        parameters.setIfPresent("token", token.json)
         let reply = try await call("io.ferry.Engine.AddTransport", parameters)
         return try decode { () throws(WireError) in try TransportStatus(json: reply.object("transport")) }
+    }
+
+    /// A one-time code for pairing another device with this space's relay
+    /// (`io.ferry.Engine.RelayPairingCode`); `name` picks the relay transport when there are
+    /// several. Returns the code and when it expires (Unix milliseconds).
+    public func relayPairingCode(space: String? = nil, name: String? = nil) async throws(FerryClientError) -> (code: String, expiresAt: Int64) {
+        var parameters: [String: JSONValue] = [:]
+        parameters.setIfPresent("space", space.json)
+        parameters.setIfPresent("name", name.json)
+        let reply = try await call("io.ferry.Engine.RelayPairingCode", parameters)
+        return try decode { () throws(WireError) in (try reply.string("code"), Int64(try reply.int("expiresAt"))) }
     }
 
     /// Removes a transport (`io.ferry.Engine.RemoveTransport`): its cursor and progress go,

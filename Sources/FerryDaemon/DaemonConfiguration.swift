@@ -60,6 +60,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
         public var space: String = "private"
         public var kind: String = ""
         public var location: String = ""
+        /// For a relay: the token its operator or a pairing gave.
+        public var token: String?
         /// Where it was declared, for messages.
         public var line: Int
     }
@@ -123,13 +125,16 @@ public struct DaemonConfiguration: Sendable, Equatable {
         switch e.key {
         case "Kind": transports[index!].kind = e.value
         case "Location":
-            guard e.value.hasPrefix("/") else { throw problem("Location= must be an absolute path") }
+            guard e.value.hasPrefix("/") || e.value.hasPrefix("http://") || e.value.hasPrefix("https://") else {
+                throw problem("Location= must be an absolute path (a folder) or a URL (a relay)")
+            }
             transports[index!].location = e.value
         case "Space":
             guard Names.isValidName(e.value) else { throw problem("Space= is a space name ([a-z][a-z0-9_.-]{0,63})") }
             transports[index!].space = e.value
+        case "Token": transports[index!].token = e.value
         default:
-            throw problem("unknown key \(e.key.prefix(64))= in [Transport \(name)]; known keys: Kind, Location, Space")
+            throw problem("unknown key \(e.key.prefix(64))= in [Transport \(name)]; known keys: Kind, Location, Space, Token")
         }
     }
 
@@ -193,7 +198,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
                   "MaxAttachmentBytes", "AttachmentGraceSeconds"],
         "API": ["WatchBufferBytes", "SlowWatcherGraceSeconds", "MaxConnections"],
         "Sync": ["PollIntervalSeconds", "DebounceMilliseconds", "AttachmentWaitSeconds"],
-        "Transport NAME": ["Kind", "Location", "Space"],
+        "Transport NAME": ["Kind", "Location", "Space", "Token"],
     ]
 
     /// The sync engine's options these settings describe.

@@ -12,7 +12,13 @@ enum DeclaredTransports {
         var now = Set<String>()
         for t in declared {
             let config: String
-            do { config = try TransportConfiguration.make(kind: t.kind, location: t.location) } catch {
+            do {
+                if t.kind == "relay", let token = t.token {
+                    config = TransportConfiguration.relay(url: try TransportConfiguration.relayURL(t.location), token: token)
+                } else {
+                    config = try TransportConfiguration.make(kind: t.kind, location: t.location)
+                }
+            } catch {
                 logger.error("ferryd.conf: [Transport \(t.name)] is not used: \(error.message)", ["transport": t.name])
                 continue
             }

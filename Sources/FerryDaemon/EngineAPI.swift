@@ -22,6 +22,7 @@ struct EngineAPI: Sendable {
             "CreateSpace": VarlinkMethod { call, _ throws(VarlinkError) in try await createSpace(call.parameters) },
             "Transports": VarlinkMethod { call, _ throws(VarlinkError) in try await transports(call.parameters) },
             "AddTransport": VarlinkMethod { call, _ throws(VarlinkError) in try await addTransport(call.parameters) },
+            "RelayPairingCode": VarlinkMethod { call, _ throws(VarlinkError) in try await relayPairingCode(call.parameters) },
             "RemoveTransport": VarlinkMethod { call, _ throws(VarlinkError) in try await removeTransport(call.parameters) },
             "OwnerPhrase": VarlinkMethod { call, _ throws(VarlinkError) in try await ownerPhrase(call.parameters) },
             "RestoreOwner": VarlinkMethod { call, _ throws(VarlinkError) in try await restoreOwner(call.parameters) },
@@ -156,7 +157,14 @@ struct EngineAPI: Sendable {
         let kind = p["kind"]?.stringValue ?? ""
         let location = p["location"]?.stringValue ?? ""
         let config: String
-        do { config = try TransportConfiguration.make(kind: kind, location: location) } catch {
+        do {
+            if kind == "relay" {
+                config = try await relayConfiguration(space: space, location: location, code: p["code"]?.stringValue,
+                                                      token: p["token"]?.stringValue)
+            } else {
+                config = try TransportConfiguration.make(kind: kind, location: location)
+            }
+        } catch {
             throw ErrorMapping.invalidArgument(error.parameter, error.message, interface: EngineInterface.name)
         }
         do { try await sync.addTransport(space: space, name: name, kind: kind, config: config) } catch {
@@ -180,6 +188,56 @@ struct EngineAPI: Sendable {
             throw ErrorMapping.varlink(error, interface: EngineInterface.name)
         }
         return [:]
+    }
+
+    /// A relay transport's configuration: its URL and a token, given or got by redeeming a
+    /// pairing code (whose owner must be the space's owner).
+    private func relayConfiguration(space: String, location: String, code: String?,
+                                    token: String?) async throws(TransportConfiguration.Problem) -> String {
+        let url = try TransportConfiguration.relayURL(location)
+        if let token {
+            guard (8...512).contains(token.utf8.count), token.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
+                throw .init(parameter: "token", message: "the token is not one a relay issues (printable, 8 to 512 characters)")
+            }
+            return TransportConfiguration.relay(url: url, token: token)
+        }
+        guard let code, !code.isEmpty, code.utf8.count < 128 else {
+            throw .init(parameter: "code", message: "a relay transport needs --code CODE (from 'ferryctl relay pair' on a paired device) or --token TOKEN")
+        }
+        let sync = self.sync
+        let keys: OwnerKeys
+        do { keys = try await Blocking.run { () throws(FerryError) in try sync.keyring.keys(for: space) } } catch {
+            throw .init(parameter: "space", message: "\(error)")
+        }
+        let grant: RelayPairing.Grant
+        do { grant = try await RelayPairing.redeem(url: url, code: code, device: "ferryd \(store.nodeID)") } catch {
+            throw .init(parameter: "code", message: "the relay did not accept the code: \(error)")
+        }
+        guard grant.owner == keys.owner else {
+            throw .init(parameter: "code", message: "the code is for owner \(grant.owner), but space \(space) belongs to owner \(keys.owner): restore that owner's recovery phrase here first ('ferryctl owner restore'), then pair again")
+        }
+        return TransportConfiguration.relay(url: url, token: grant.token)
+    }
+
+    func relayPairingCode(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let space = p["space"]?.stringValue ?? Store.privateSpace
+        try checkSpace(space)
+        let store = self.store, sync = self.sync
+        let name = p["name"]?.stringValue
+        let (relays, keys) = try await run { () throws(FerryError) in
+            (try store.transports(space: space).filter { $0.kind == "relay" && (name == nil || $0.name == name) }, try sync.keyring.keys(for: space))
+        }
+        guard let relay = relays.first, let location = TransportConfiguration.location(of: relay), let url = URL(string: location),
+              let token = TransportConfiguration.token(of: relay) else {
+            if let name { throw ErrorMapping.transportNotFound(space: space, name: name) }
+            throw ErrorMapping.invalidArgument("name", "space \(space) has no relay transport; add one first", interface: EngineInterface.name)
+        }
+        do {
+            let (code, expiresAt) = try await RelayPairing.code(url: url, owner: keys.owner, token: token)
+            return ["code": .string(code), "expiresAt": .int(expiresAt)]
+        } catch {
+            throw VarlinkError(EngineInterface.name + ".RelayFailure", parameters: ["message": .string("\(error)")])
+        }
     }
 
     // MARK: Owners

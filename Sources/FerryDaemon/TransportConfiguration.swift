@@ -14,7 +14,7 @@ enum TransportConfiguration {
         var message: String
     }
 
-    static let kinds = ["folder"]
+    static let kinds = ["folder", "relay"]
 
     /// The configuration text of a new transport.
     static func make(kind: String, location: String) throws(Problem) -> String {
@@ -28,9 +28,32 @@ enum TransportConfiguration {
                 throw Problem(parameter: "location", message: "\(location) is not an existing directory: create it (or start the sync tool that provides it) first")
             }
             return JSONWriter.string(.object(["path": .string(location)]))
+        case "relay":
+            _ = try relayURL(location)
+            throw Problem(parameter: "token", message: "a relay transport needs --code CODE (from 'ferryctl relay pair' on a paired device) or --token TOKEN")
         default:
             throw Problem(parameter: "kind", message: "unknown transport kind \"\(kind.prefix(40))\"; known kinds: \(kinds.joined(separator: ", "))")
         }
+    }
+
+    /// A relay URL: http or https, a host, nothing after the path.
+    static func relayURL(_ location: String) throws(Problem) -> URL {
+        guard location.utf8.count < 2048, let url = URL(string: location), let scheme = url.scheme?.lowercased(),
+              scheme == "http" || scheme == "https", url.host != nil, url.query == nil, url.fragment == nil else {
+            throw Problem(parameter: "location", message: "a relay transport needs the relay's URL, such as https://relay.example.org")
+        }
+        return url
+    }
+
+    /// The configuration text of a relay transport with its token.
+    static func relay(url: URL, token: String) -> String {
+        JSONWriter.string(.object(["url": .string(url.absoluteString), "token": .string(token)]))
+    }
+
+    /// The token of a relay transport's configuration.
+    static func token(of info: TransportInfo) -> String? {
+        guard let value = try? JSONParser.parse(info.config), case .object(let o) = value else { return nil }
+        return o["token"]?.stringValue
     }
 
     /// The folder path or URL of a configured transport.
@@ -45,6 +68,11 @@ enum TransportConfiguration {
         case "folder":
             guard let path = location(of: info) else { throw .rejected("the folder transport \(info.name) has no path; add it again") }
             return FolderTransport(name: info.name, path: path, owner: keys.owner, device: device)
+        case "relay":
+            guard let location = location(of: info), let url = URL(string: location), let token = token(of: info) else {
+                throw .rejected("the relay transport \(info.name) has no URL or token; add it again")
+            }
+            return RelayTransport(name: info.name, url: url, owner: keys.owner, token: token)
         default:
             throw .rejected("unknown transport kind \"\(info.kind)\" (this ferryd knows \(kinds.joined(separator: ", "))); remove it or update ferryd")
         }

@@ -6,7 +6,7 @@ enum Ferryctl {
     static let commands: [any Command.Type] = [
         StatusCommand.self, GetCommand.self, PutCommand.self, RmCommand.self, LsCommand.self,
         WatchCommand.self, ConflictsCommand.self, AttachCommand.self, DetachCommand.self,
-        OutboxCommand.self, SyncCommand.self, SpaceCommand.self, TransportCommand.self, OwnerCommand.self,
+        OutboxCommand.self, SyncCommand.self, SpaceCommand.self, TransportCommand.self, OwnerCommand.self, RelayCommand.self,
         ExportCommand.self, ImportCommand.self, VersionCommand.self, HelpCommand.self,
     ]
 

@@ -5,16 +5,23 @@ import Foundation
 /// `ferryctl transport ls | add NAME KIND LOCATION | rm NAME`.
 enum TransportCommand: Command {
     static let name = "transport"
-    static let synopsis = "ls | add NAME folder PATH | rm NAME"
+    static let synopsis = "ls | add NAME folder PATH | add NAME relay URL (--code CODE | --token TOKEN) | rm NAME"
     static let summary = "list, add or remove the transports a space syncs through"
     static let details = """
         A folder transport syncs through a directory that a file-sync tool (Syncthing,
         Dropbox, Nextcloud, iCloud Drive) keeps the same on every device: each device writes
         only files of its own there, sealed so the tool and its host see only ciphertext.
+        A relay transport syncs through a ferry-relay server, which stores only sealed
+        envelopes: pair with --code CODE from 'ferryctl relay pair' on a device already on the
+        relay, or give the first device the --token its operator created.
         Adding a transport queues every record of the space for it; removing one drops its
         progress and keeps the data. Every device of an owner must share its recovery
         phrase first: see 'ferryctl owner'.
         """
+    static let options = [
+        OptionSpec("code", value: "CODE", help: "for a relay: a pairing code from 'ferryctl relay pair'"),
+        OptionSpec("token", value: "TOKEN", help: "for a relay: a token from the relay's operator"),
+    ]
     static let takesSpace = true
 
     static func run(_ arguments: ParsedArguments, _ context: Context) async throws(CommandFailure) {
@@ -41,9 +48,12 @@ enum TransportCommand: Command {
             Output.out(table.render())
         case "add":
             let p = try arguments.positionals(["add", "NAME", "KIND", "LOCATION"])
-            let location = p[3].hasPrefix("/") ? p[3] : FileManager.default.currentDirectoryPath + "/" + p[3]
+            let isFolder = p[2] == "folder"
+            let location = !isFolder || p[3].hasPrefix("/") ? p[3] : FileManager.default.currentDirectoryPath + "/" + p[3]
+            let code = arguments.value("code"), token = arguments.value("token")
+            if isFolder && (code != nil || token != nil) { throw .usage("--code and --token are for relay transports") }
             let added = try await daemon { () async throws(FerryClientError) in
-                try await client.addTransport(space: context.space, name: p[1], kind: p[2], location: location)
+                try await client.addTransport(space: context.space, name: p[1], kind: p[2], location: location, code: code, token: token)
             }
             if context.json {
                 Output.json(.object(["transport": added.json]))

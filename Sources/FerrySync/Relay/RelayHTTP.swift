@@ -1,0 +1,88 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import FerryJSON
+
+/// The HTTP side of the relay transport: one request to `ferry-relay`'s `/v1` API, its status
+/// mapped to a `TransportFailure` in this one place (docs/relay.openapi.yaml):
+/// 401 and 403 unauthorized, 413 quota (or a batch too large: rejected), 429 rate limited with
+/// `Retry-After`, other 4xx rejected, 5xx and network errors unavailable.
+/// The bearer token is sent, never logged or put in an error.
+struct RelayHTTP: Sendable {
+    let base: URL
+    let token: String?
+    let session: URLSession
+
+    /// The largest reply body read into memory (a page of envelopes).
+    static let maxReplyBytes = 64 << 20
+
+    struct Reply: Sendable {
+        var status: Int
+        var body: Data
+        var headers: [String: String]
+    }
+
+    init(base: URL, token: String?, session: URLSession) {
+        self.base = base
+        self.token = token
+        self.session = session
+    }
+
+    func url(_ path: String, query: [(String, String)] = []) -> URL {
+        var components = URLComponents(url: base.appendingPathComponent(path), resolvingAgainstBaseURL: false)!
+        if !query.isEmpty { components.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) } }
+        return components.url!
+    }
+
+    func request(_ method: String, _ path: String, query: [(String, String)] = [], json: JSONValue? = nil,
+                 timeout: TimeInterval = 60) -> URLRequest {
+        var r = URLRequest(url: url(path, query: query), timeoutInterval: timeout)
+        r.httpMethod = method
+        if let token { r.setValue("Bearer " + token, forHTTPHeaderField: "Authorization") }
+        if let json {
+            r.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            r.httpBody = Data(JSONWriter.serialize(json))
+        }
+        return r
+    }
+
+    /// Sends `request`; returns the reply of a 2xx or 404 status, throws the mapped failure
+    /// for anything else.
+    func send(_ request: URLRequest, what: String) async throws(TransportFailure) -> Reply {
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await session.data(for: request)
+        } catch {
+            if Task.isCancelled { throw .unavailable("\(what): cancelled") }
+            throw .unavailable("\(what): cannot reach the relay at \(base.absoluteString): \(error.localizedDescription); check the URL and the network")
+        }
+        guard let http = response as? HTTPURLResponse else { throw .unavailable("\(what): not an HTTP reply") }
+        var headers: [String: String] = [:]
+        for (k, v) in http.allHeaderFields {
+            if let k = k as? String, let v = v as? String { headers[k.lowercased()] = v }
+        }
+        let reply = Reply(status: http.statusCode, body: data.count > Self.maxReplyBytes ? Data() : data, headers: headers)
+        if (200..<300).contains(http.statusCode) || http.statusCode == 404 { return reply }
+        throw Self.failure(reply, what: what, base: base)
+    }
+
+    /// The failure a non-success reply means.
+    static func failure(_ reply: Reply, what: String, base: URL) -> TransportFailure {
+        let parsed = try? JSONParser.parse([UInt8](reply.body.prefix(64 << 10)))
+        let code = parsed?["error"]?.stringValue ?? ""
+        let message = parsed?["message"]?.stringValue ?? "HTTP \(reply.status)"
+        let text = "\(what): the relay answered \(reply.status) \(code.isEmpty ? "" : "(\(code)) ")\(message)"
+        switch reply.status {
+        case 401: return .unauthorized(text + "; the token was refused: pair this device again ('ferryctl transport add NAME relay URL --code CODE')")
+        case 403: return .unauthorized(text + "; the token has no right to this owner's data")
+        case 413 where code == "quota_exceeded": return .quotaExceeded(text)
+        case 429:
+            let seconds = reply.headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            return .rateLimited(retryAfter: seconds.map { .seconds($0) }, text)
+        case 400..<500: return .rejected(text)
+        default: return .unavailable(text)
+        }
+    }
+}

@@ -1,0 +1,150 @@
+import FerryJSON
+import FerryModel
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// The relay transport: `ferry-relay`'s HTTP API (docs/relay.openapi.yaml) for one owner.
+/// Pushes batches of sealed envelopes, pulls pages after an opaque cursor with long-polling
+/// (a push from another device answers a waiting pull at once), and moves sealed blobs.
+/// Every interruption is retried by the engine from the stored cursor.
+public final class RelayTransport: Transport {
+    public let name: String
+    public let base: URL
+    public let owner: OwnerID
+    private let http: RelayHTTP
+    private let session: URLSession
+    /// The longest long-poll asked for (the relay caps it to its own maximum).
+    public let maxWait: Duration
+    private let lastProblem = Mutex<String?>(nil)
+
+    public init(name: String, url: URL, owner: OwnerID, token: String, maxWait: Duration = .seconds(25)) {
+        self.name = name
+        self.base = url
+        self.owner = owner
+        self.maxWait = maxWait
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = 90
+        configuration.httpMaximumConnectionsPerHost = 4
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        session = URLSession(configuration: configuration)
+        http = RelayHTTP(base: url, token: token, session: session)
+    }
+
+    private var ownerPath: String { "v1/owners/\(owner)" }
+
+    public func push(_ batch: [Envelope]) async throws(TransportFailure) -> [PushOutcome] {
+        let events = JSONValue.array(batch.map { .string(Data($0.encoded).base64EncodedString()) })
+        let request = http.request("POST", ownerPath + "/events", json: .object(["events": events]))
+        let reply = try await note { () async throws(TransportFailure) in try await http.send(request, what: "pushing \(batch.count) envelope(s)") }
+        guard reply.status == 200, let parsed = try? JSONParser.parse([UInt8](reply.body)),
+              case .array(let results)? = parsed["results"], results.count == batch.count else {
+            throw .unavailable("pushing: the relay's answer is not a result per envelope (HTTP \(reply.status))")
+        }
+        return results.map { r in
+            switch r["status"]?.stringValue {
+            case "accepted": .accepted
+            case "duplicate": .duplicate
+            default: .rejected(r["reason"]?.stringValue ?? "refused by the relay")
+            }
+        }
+    }
+
+    public func pull(after cursor: String?, limit: Int, wait: Duration) async throws(TransportFailure) -> PullPage {
+        let seconds = Int(min(wait, maxWait).components.seconds)
+        var query: [(String, String)] = [("limit", String(min(max(limit, 1), 1000))), ("wait", String(max(seconds, 0)))]
+        if let cursor { query.append(("after", cursor)) }
+        let request = http.request("GET", ownerPath + "/events", query: query, timeout: TimeInterval(seconds + 30))
+        let reply = try await note { () async throws(TransportFailure) in try await http.send(request, what: "pulling") }
+        if reply.status == 404 { throw .rejected("pulling: the relay does not know owner \(owner); ask its operator to create it") }
+        guard let parsed = try? JSONParser.parse([UInt8](reply.body)), case .array(let items)? = parsed["events"],
+              let next = parsed["cursor"]?.stringValue else {
+            throw .unavailable("pulling: the relay's answer is not a page of events")
+        }
+        var envelopes: [Envelope] = []
+        var unreadable: [String] = []
+        for item in items {
+            guard let text = item.stringValue, let data = Data(base64Encoded: text) else {
+                unreadable.append("an event that is not base64")
+                continue
+            }
+            do { envelopes.append(try Envelope.decode([UInt8](data))) } catch { unreadable.append("an event: \(error)") }
+        }
+        return PullPage(envelopes: envelopes, unreadable: unreadable, cursor: next, more: parsed["more"]?.boolValue ?? false)
+    }
+
+    public func putBlob(key: BlobKey, from path: String) async throws(TransportFailure) {
+        try Self.check(key)
+        var request = http.request("PUT", ownerPath + "/blobs/" + key, timeout: 600)
+        request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+        let reply: (Data, URLResponse)
+        do {
+            reply = try await session.upload(for: request, fromFile: URL(fileURLWithPath: path))
+        } catch {
+            throw .unavailable("uploading blob \(key.prefix(12))…: \(error.localizedDescription)")
+        }
+        guard let response = reply.1 as? HTTPURLResponse else { throw .unavailable("uploading a blob: not an HTTP reply") }
+        if !(200..<300).contains(response.statusCode) {
+            throw RelayHTTP.failure(.init(status: response.statusCode, body: reply.0, headers: [:]), what: "uploading a blob", base: base)
+        }
+    }
+
+    public func hasBlob(key: BlobKey) async throws(TransportFailure) -> Bool {
+        try Self.check(key)
+        let reply = try await note { () async throws(TransportFailure) in
+            try await http.send(http.request("HEAD", ownerPath + "/blobs/" + key), what: "looking for a blob")
+        }
+        return reply.status == 200
+    }
+
+    public func getBlob(key: BlobKey, to path: String) async throws(TransportFailure) -> Bool {
+        try Self.check(key)
+        let request = http.request("GET", ownerPath + "/blobs/" + key, timeout: 600)
+        let result: (URL, URLResponse)
+        do { result = try await session.download(for: request) } catch {
+            throw .unavailable("downloading blob \(key.prefix(12))…: \(error.localizedDescription)")
+        }
+        guard let response = result.1 as? HTTPURLResponse else { throw .unavailable("downloading a blob: not an HTTP reply") }
+        defer { try? FileManager.default.removeItem(at: result.0) }
+        if response.statusCode == 404 { return false }
+        guard response.statusCode == 200 else {
+            throw RelayHTTP.failure(.init(status: response.statusCode, body: Data(), headers: [:]), what: "downloading a blob", base: base)
+        }
+        unlink(path)
+        do { try FileManager.default.moveItem(at: result.0, to: URL(fileURLWithPath: path)) } catch {
+            throw .unavailable("storing a downloaded blob at \(path): \(error.localizedDescription)")
+        }
+        return true
+    }
+
+    public func status() async -> TransportStatus {
+        if let problem = lastProblem.withLock({ $0 }) {
+            return TransportStatus(state: "unavailable", message: problem, details: ["url": base.absoluteString])
+        }
+        return TransportStatus(details: ["url": base.absoluteString])
+    }
+
+    public func close() async {
+        session.invalidateAndCancel()
+    }
+
+    /// Keeps the last failure for `status()`, cleared by the next success.
+    private func note<T: Sendable>(_ body: () async throws(TransportFailure) -> T) async throws(TransportFailure) -> T {
+        do {
+            let value = try await body()
+            lastProblem.withLock { $0 = nil }
+            return value
+        } catch {
+            lastProblem.withLock { $0 = error.description }
+            throw error
+        }
+    }
+
+    private static func check(_ key: BlobKey) throws(TransportFailure) {
+        guard key.utf8.count == 64, key.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+            throw .rejected("a blob key is 64 lowercase hex digits")
+        }
+    }
+}

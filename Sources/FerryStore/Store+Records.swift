@@ -161,8 +161,11 @@ extension Store {
     /// Merges versions received through a transport (or, with `.imported`, from a bundle) with
     /// the merge rules, in one transaction. Malformed versions are rejected one by one with the
     /// reason and nothing of them is written; the others are applied.
+    /// - Parameter payloadsAreWellFormed: the caller made every payload itself from a parsed JSON
+    ///   object within the payload depth limit (as the sync engine does when it opens an
+    ///   envelope), so only sizes are checked, not the JSON again.
     public func applyRemote(space: String = Store.privateSpace, _ versions: [RecordVersion],
-                            origin: ChangeOrigin) throws(FerryError) -> [ApplyResult] {
+                            origin: ChangeOrigin, payloadsAreWellFormed: Bool = false) throws(FerryError) -> [ApplyResult] {
         try checkBatch(versions.count)
         let sid = try catalog.sid(space)
         var results = [ApplyResult?](repeating: nil, count: versions.count)
@@ -170,7 +173,7 @@ extension Store {
         valid.reserveCapacity(versions.count)
         for (i, version) in versions.enumerated() {
             do throws(FerryError) {
-                try version.validate(limits: configuration.limits)
+                try version.validate(limits: configuration.limits, payloadIsWellFormed: payloadsAreWellFormed)
                 valid.append((i, version))
             } catch {
                 results[i] = .rejected(error)

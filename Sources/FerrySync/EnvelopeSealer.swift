@@ -65,7 +65,10 @@ public struct EnvelopeSealer: Sendable {
         let version = RecordVersion(entity: body.entity, id: body.id, hlc: header.stamp, deleted: header.deleted,
                                     payload: body.payload, attachments: body.attachments)
         do {
-            try version.validate(limits: limits)
+            // The body parse above already proved the payload a JSON object within the depth
+            // limit (its text is either that object's exact bytes or its re-serialization), so
+            // only the rest is checked here.
+            try version.validate(limits: limits, payloadIsWellFormed: true)
         } catch {
             throw .invalidBody(error.description)
         }

@@ -62,7 +62,7 @@ public struct BundleImporter: Sendable {
         func applyPending() throws(BundleError) {
             for (space, versions) in pending where !versions.isEmpty {
                 let results: [ApplyResult]
-                do { results = try store.applyRemote(space: space, versions, origin: .imported(source: (path as NSString).lastPathComponent)) } catch {
+                do { results = try store.applyRemote(space: space, versions, origin: .imported(source: (path as NSString).lastPathComponent), payloadsAreWellFormed: true) } catch {
                     throw .store("\(error)")
                 }
                 for r in results {

@@ -114,13 +114,15 @@ public final class SyncEngine: Sendable {
     /// Where blobs are staged.
     public var scratchDirectory: String { options.scratchDirectory }
 
-    public var isPaused: Bool { paused.load(ordering: .relaxed) }
+    public var isPaused: Bool { paused.load(ordering: .sequentiallyConsistent) }
 
     /// Pauses or resumes every loop; kept across restarts.
     public func setPaused(_ value: Bool) throws(FerryError) {
         try store.setSetting(Self.pausedSetting, value ? "1" : nil)
-        paused.store(value, ordering: .relaxed)
-        if !value { syncNow() }
+        paused.store(value, ordering: .sequentiallyConsistent)
+        // Paused: the loops check before anything leaves or is applied, and park at their next
+        // turn. Resumed: they go at once.
+        syncNow()
     }
 
     /// Stops every loop and closes every transport.

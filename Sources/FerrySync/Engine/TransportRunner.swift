@@ -124,7 +124,8 @@ final class TransportRunner: Sendable {
         let pending = try await local("reading the outbox") { () throws(FerryError) in
             try store.pending(space: space, transport: name, limit: limit)
         }
-        guard !pending.isEmpty else { return false }
+        // A pause set before these records were written stops them here, before they leave.
+        guard !pending.isEmpty, !isPaused() else { return false }
         var batch: [Envelope] = []
         var versions: [RecordVersion] = []
         var bytes = 0
@@ -235,6 +236,8 @@ final class TransportRunner: Sendable {
         case .failure(let error as TransportFailure): throw .transport(error)
         case .failure(let error): throw .local("pulling: \(error)")
         }
+        // Paused meanwhile: apply nothing, keep the cursor; the page is read again on resume.
+        if isPaused() { return (false, cursor) }
         for problem in page.unreadable {
             log(.warning, "\(info.name): skipped an unreadable frame: \(problem)", fields)
             healthState.withLock { $0.refused += 1; $0.lastRefusal = problem }
@@ -254,7 +257,7 @@ final class TransportRunner: Sendable {
             try await fetchAttachments(of: versions)
             let store = self.store, space = self.space, name = info.name, apply = versions
             let results = try await local("applying \(apply.count) remote version(s)") { () throws(FerryError) in
-                try store.applyRemote(space: space, apply, origin: .remote(transport: name))
+                try store.applyRemote(space: space, apply, origin: .remote(transport: name), payloadsAreWellFormed: true)
             }
             for (version, result) in zip(versions, results) {
                 if case .rejected(let error) = result {

@@ -28,23 +28,10 @@ struct FolderBenchmark {
 
     init(arguments: ArraySlice<String>, scratch: ScratchDirectory) throws {
         self.scratch = scratch
-        var rest = arguments
-        while let flag = rest.popFirst() {
-            func number() throws -> Int {
-                guard let text = rest.popFirst(), let n = Int(text.replacingOccurrences(of: "_", with: "")), n > 0 else {
-                    throw BenchError("\(flag) needs a positive whole number", isUsage: true)
-                }
-                return n
-            }
-            switch flag {
-            case "--records": records = try number()
-            case "--samples": latencySamples = try number()
-            case "--staged": staged = true
-            case "--dir": _ = rest.popFirst()
-            case "-h", "--help": throw BenchError("", isUsage: true)
-            default: throw BenchError("unknown option \(flag)", isUsage: true)
-            }
-        }
+        let flags = try BenchFlags(arguments, numbers: ["--records", "--samples"], switches: ["--staged"])
+        records = flags.numbers["--records"] ?? records
+        latencySamples = flags.numbers["--samples"] ?? latencySamples
+        staged = flags.switches.contains("--staged")
     }
 
     func run() async throws {

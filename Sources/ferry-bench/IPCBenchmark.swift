@@ -27,23 +27,10 @@ struct IPCBenchmark {
 
     init(arguments: ArraySlice<String>, scratch: ScratchDirectory) throws {
         self.scratch = scratch
-        var rest = arguments
-        while let flag = rest.popFirst() {
-            func number() throws -> Int {
-                guard let text = rest.popFirst(), let n = Int(text.replacingOccurrences(of: "_", with: "")), n > 0 else {
-                    throw BenchError("\(flag) needs a positive whole number", isUsage: true)
-                }
-                return n
-            }
-            switch flag {
-            case "--puts": puts = try number()
-            case "--records": putManyRecords = try number()
-            case "--watchers": watchers = try number()
-            case "--dir": _ = rest.popFirst()
-            case "-h", "--help": throw BenchError("", isUsage: true)
-            default: throw BenchError("unknown option \(flag)", isUsage: true)
-            }
-        }
+        let flags = try BenchFlags(arguments, numbers: ["--puts", "--records", "--watchers"])
+        puts = flags.numbers["--puts"] ?? puts
+        putManyRecords = flags.numbers["--records"] ?? putManyRecords
+        watchers = flags.numbers["--watchers"] ?? watchers
     }
 
     static let payload: [String: JSONValue] = [

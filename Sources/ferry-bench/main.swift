@@ -17,34 +17,29 @@ func parentDirectory(_ arguments: [String]) -> String {
     return "/tmp"
 }
 
+/// Runs a benchmark that lives in a scratch directory of its own, removed afterwards: usage
+/// mistakes exit 2 with `usage`, failures exit 1.
+func runInScratch(usage: String, _ body: (ScratchDirectory) async throws -> Void) async -> Never {
+    let scratch: ScratchDirectory
+    do { scratch = try ScratchDirectory(under: parentDirectory(arguments)) } catch { fail("\(error)", usage: nil, code: 1) }
+    do {
+        try await body(scratch)
+        scratch.remove()
+        exit(0)
+    } catch let error as BenchError where error.isUsage {
+        scratch.remove()
+        fail(error.message, usage: usage, code: error.message.isEmpty ? 0 : 2)
+    } catch {
+        scratch.remove()
+        fail("\(error)", usage: nil, code: 1)
+    }
+}
+
 switch arguments.first {
 case "folder":
-    let scratch: ScratchDirectory
-    do { scratch = try ScratchDirectory(under: parentDirectory(arguments)) } catch { fail("\(error)", usage: nil, code: 1) }
-    do {
-        try await FolderBenchmark(arguments: arguments.dropFirst(), scratch: scratch).run()
-        scratch.remove()
-    } catch let error as BenchError where error.isUsage {
-        scratch.remove()
-        fail(error.message, usage: FolderBenchmark.usage, code: error.message.isEmpty ? 0 : 2)
-    } catch {
-        scratch.remove()
-        fail("\(error)", usage: nil, code: 1)
-    }
+    await runInScratch(usage: FolderBenchmark.usage) { try await FolderBenchmark(arguments: arguments.dropFirst(), scratch: $0).run() }
 case "ipc":
-    let scratch: ScratchDirectory
-    do { scratch = try ScratchDirectory(under: parentDirectory(arguments)) } catch { fail("\(error)", usage: nil, code: 1) }
-    do {
-        let bench = try IPCBenchmark(arguments: arguments.dropFirst(), scratch: scratch)
-        try await bench.run()
-        scratch.remove()
-    } catch let error as BenchError where error.isUsage {
-        scratch.remove()
-        fail(error.message, usage: IPCBenchmark.usage, code: error.message.isEmpty ? 0 : 2)
-    } catch {
-        scratch.remove()
-        fail("\(error)", usage: nil, code: 1)
-    }
+    await runInScratch(usage: IPCBenchmark.usage) { try await IPCBenchmark(arguments: arguments.dropFirst(), scratch: $0).run() }
 default:
     let options: BenchOptions
     do {

@@ -39,7 +39,7 @@ import Testing
         #expect(listed.status == 0 && listed.lines.first?.hasPrefix("TRANSPORT") == true && listed.stdout.contains(folder.path), "\(listed)")
 
         #expect(try ca.run(["put", "note", "N1", #"{"t":1}"#]).status == 0)
-        #expect(try await waitUntil { try await b.records()["N1"] != nil })
+        #expect(try await eventually(.seconds(60)) { try await b.records()["N1"] != nil })
 
         // Paused, b keeps its change in the outbox; resumed, it goes out.
         #expect(try cb.run(["sync", "pause"]).status == 0)
@@ -48,7 +48,7 @@ import Testing
         try await Task.sleep(for: .milliseconds(500))
         #expect(try await a.records()["N2"] == nil)
         #expect(try cb.run(["sync", "resume"]).status == 0)
-        #expect(try await waitUntil { try await a.records()["N2"] != nil })
+        #expect(try await eventually(.seconds(60)) { try await a.records()["N2"] != nil })
 
         // Send and Receive: a third device of the same owner, no folder.
         let c = try SyncDevice("ctl-c")

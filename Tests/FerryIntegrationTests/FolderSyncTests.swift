@@ -31,10 +31,10 @@ import Testing
         let devices = try await Self.devices(3, shared: dir.path)
         let (a, b, c) = (devices[0], devices[1], devices[2])
         for i in 0..<50 { _ = try await a.client().put(entity: "note", id: "n\(i)", payload: ["i": .int(Int64(i)), "by": "a"]) }
-        #expect(try await waitUntil { let nb = try await b.records().count; let nc = try await c.records().count; return nb == 50 && nc == 50 })
+        #expect(try await eventually(.seconds(60)) { let nb = try await b.records().count; let nc = try await c.records().count; return nb == 50 && nc == 50 })
         for i in 0..<10 { _ = try await b.client().put(entity: "note", id: "n\(i)", payload: ["i": .int(Int64(i)), "by": "b"]) }
         for i in 10..<15 { _ = try await c.client().delete(entity: "note", id: "n\(i)") }
-        #expect(try await waitUntil { try await Self.converged(devices) })
+        #expect(try await eventually(.seconds(60)) { try await Self.converged(devices) })
         let final = try await a.records()
         #expect(final["n3"]?.payload?.contains("\"b\"") == true)
         #expect(final["n12"]?.deleted == true)
@@ -50,12 +50,12 @@ import Testing
         let devices = try await Self.devices(2, shared: dir.path)
         let (a, b) = (devices[0], devices[1])
         _ = try await a.client().put(entity: "note", id: "doomed", payload: ["v": 1])
-        #expect(try await waitUntil { try await b.records()["doomed"] != nil })
+        #expect(try await eventually(.seconds(60)) { try await b.records()["doomed"] != nil })
         #expect(b.harness.stop() == 0)                      // b goes offline with the record live
         _ = try await a.client().delete(entity: "note", id: "doomed")
         for i in 0..<20 { _ = try await a.client().put(entity: "note", id: "new\(i)", payload: ["i": .int(Int64(i))]) }
         try b.start()                                         // b comes back stale
-        #expect(try await waitUntil { let r = try await b.records(); return r["doomed"]?.deleted == true && r.count == 21 })
+        #expect(try await eventually(.seconds(60)) { let r = try await b.records(); return r["doomed"]?.deleted == true && r.count == 21 })
         try await Task.sleep(for: .seconds(1))
         #expect(try await a.records()["doomed"]?.deleted == true)
         #expect(try await Self.converged(devices))
@@ -74,15 +74,15 @@ import Testing
         // Kill b while it is pulling (some records applied, not all), and a while it may still
         // be pushing.
         var seen = 0
-        #expect(try await waitUntil(.seconds(60)) { seen = try await b.client().status().records; return seen > 0 })
+        #expect(try await eventually(.seconds(60)) { seen = try await b.client().status().records; return seen > 0 })
         #expect(seen < total, "b had everything before the kill; the test proves less than it should")
         b.harness.crash()
         a.harness.crash()
         try a.start()
         try b.start()
-        #expect(try await waitUntil { try await b.records().count == total })
+        #expect(try await eventually(.seconds(60)) { try await b.records().count == total })
         #expect(try await Self.converged(devices))
-        #expect(try await waitUntil { try await a.client().status().outbox == 0 })
+        #expect(try await eventually(.seconds(60)) { try await a.client().status().outbox == 0 })
     }
 
     @Test func aRemovedAndReAddedTransportResyncs() async throws {
@@ -90,7 +90,7 @@ import Testing
         let devices = try await Self.devices(2, shared: dir.path)
         let (a, b) = (devices[0], devices[1])
         _ = try await a.client().put(entity: "note", id: "first", payload: ["v": 1])
-        #expect(try await waitUntil { try await b.records()["first"] != nil })
+        #expect(try await eventually(.seconds(60)) { try await b.records()["first"] != nil })
         try await b.client().removeTransport(name: "folder")
         #expect(try await b.transport() == nil)
         _ = try await a.client().put(entity: "note", id: "second", payload: ["v": 2])
@@ -98,7 +98,7 @@ import Testing
         try await Task.sleep(for: .milliseconds(500))
         #expect(try await b.records()["second"] == nil)
         try await b.addFolder(dir.path)
-        #expect(try await waitUntil { let rb = try await b.records(); let ra = try await a.records(); return rb["second"] != nil && ra["offline"] != nil })
+        #expect(try await eventually(.seconds(60)) { let rb = try await b.records(); let ra = try await a.records(); return rb["second"] != nil && ra["offline"] != nil })
         #expect(try await Self.converged(devices))
     }
 
@@ -117,9 +117,9 @@ import Testing
         try await c.addFolder(two.path, name: "two")
         _ = try await a.client().put(entity: "note", id: "from-a", payload: ["v": 1])
         _ = try await c.client().put(entity: "note", id: "from-c", payload: ["v": 2])
-        #expect(try await waitUntil { let same = try await Self.converged([a, b, c]); let n = try await a.records().count; return same && n == 3 })
+        #expect(try await eventually(.seconds(60)) { let same = try await Self.converged([a, b, c]); let n = try await a.records().count; return same && n == 3 })
         // b's outbox empties only once both folders have everything.
-        #expect(try await waitUntil { try await b.client().outbox(limit: 1).isEmpty })
+        #expect(try await eventually(.seconds(60)) { try await b.client().outbox(limit: 1).isEmpty })
         let pendingOne = try await b.transport("one")?.pending, pendingTwo = try await b.transport("two")?.pending
         #expect(pendingOne == 0 && pendingTwo == 0)
     }
@@ -135,12 +135,12 @@ import Testing
         try await b.addFolder(privateDir.path)
         _ = try await a.client().put(entity: "note", id: "mine", payload: ["secret": "private"])
         _ = try await a.client().put(space: "team", entity: "item", id: "shared-item", payload: ["team": "yes"])
-        #expect(try await waitUntil { try await b.records()["mine"] != nil })
+        #expect(try await eventually(.seconds(60)) { try await b.records()["mine"] != nil })
         let spaces = try await a.client().spaces()
         let privateOwner = try #require(spaces.first { $0.name == "private" }?.owner)
         let teamOwner = try #require(spaces.first { $0.name == "team" }?.owner)
         #expect(privateOwner != teamOwner)
-        #expect(try await waitUntil { filesBelow(teamDir.path).contains { $0.contains(teamOwner) } })
+        #expect(try await eventually(.seconds(60)) { filesBelow(teamDir.path).contains { $0.contains(teamOwner) } })
         #expect(!filesBelow(privateDir.path).contains { $0.contains(teamOwner) })
         #expect(!filesBelow(teamDir.path).contains { $0.contains(privateOwner) })
         try await Task.sleep(for: .seconds(1))
@@ -154,7 +154,7 @@ import Testing
         let devices = try await Self.devices(2, shared: dir.path)
         let (a, b) = (devices[0], devices[1])
         _ = try await a.client().put(entity: "note", id: "good1", payload: ["v": 1])
-        #expect(try await waitUntil { try await b.records()["good1"] != nil })
+        #expect(try await eventually(.seconds(60)) { try await b.records()["good1"] != nil })
         // A third device of another owner writes into the same folder: its data never applies.
         let stranger = try SyncDevice("x")
         try stranger.start()
@@ -168,7 +168,7 @@ import Testing
             try data.write(to: URL(fileURLWithPath: file))
         }
         _ = try await a.client().put(entity: "note", id: "good2", payload: ["v": 2])
-        #expect(try await waitUntil { try await b.records()["good2"] != nil })
+        #expect(try await eventually(.seconds(60)) { try await b.records()["good2"] != nil })
         try await Task.sleep(for: .seconds(1))
         #expect(try await b.records()["foreign"] == nil)
         #expect(try await a.records()["foreign"] == nil)
@@ -179,7 +179,7 @@ import Testing
         _ = try await a.client().put(entity: "note", id: "while-away", payload: ["v": 3])
         #expect(try await a.client().get(entity: "note", id: "while-away") != nil)
         try await a.client().syncNow()
-        #expect(try await waitUntil(.seconds(20)) {
+        #expect(try await eventually(.seconds(20)) {
             let t = try await a.transport()
             return t?.lastErrorKind == "unavailable" || t?.transportState == "unavailable"
         })
@@ -187,7 +187,7 @@ import Testing
         try FileManager.default.moveItem(atPath: moved, toPath: dir.path)
         try await a.client().syncNow()
         try await b.client().syncNow()
-        #expect(try await waitUntil { try await b.records()["while-away"] != nil })
+        #expect(try await eventually(.seconds(60)) { try await b.records()["while-away"] != nil })
     }
 }
 
@@ -212,8 +212,8 @@ import Testing
         _ = try await a.client().put(entity: "note", id: "from-a", payload: ["v": 1])
         _ = try await b.client().put(entity: "note", id: "from-b", payload: ["v": 2])
         // b reads what a wrote, cannot write, says so, and keeps working locally.
-        #expect(try await waitUntil { try await b.records()["from-a"] != nil })
-        #expect(try await waitUntil(.seconds(20)) {
+        #expect(try await eventually(.seconds(60)) { try await b.records()["from-a"] != nil })
+        #expect(try await eventually(.seconds(20)) {
             let t = try await b.transport()
             return t?.transportState == "read-only" || t?.lastErrorKind == "unavailable"
         })
@@ -240,14 +240,14 @@ import Testing
         let listed = try await client.transports()
         #expect(listed.map(\.name) == ["from-conf"] && listed.first?.location == dir.path)
         _ = try await client.put(entity: "note", id: "n1", payload: ["v": 1])
-        #expect(try await waitUntil { try await client.outbox(limit: 1).isEmpty })
+        #expect(try await eventually(.seconds(60)) { try await client.outbox(limit: 1).isEmpty })
         #expect(filesBelow(dir.path).contains { $0.hasSuffix(".fseg") })
         // A transport added by hand is left alone when the file changes.
         let other = TempDir("folder-conf-other")
         _ = try await client.addTransport(name: "by-hand", kind: "folder", location: other.path)
         try base.write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         kill(daemon.process!.processIdentifier, SIGHUP)
-        #expect(try await waitUntil(.seconds(10)) { try await client.transports().map(\.name) == ["by-hand"] })
+        #expect(try await eventually(.seconds(10)) { try await client.transports().map(\.name) == ["by-hand"] })
         #expect(daemon.stop() == 0)
     }
 }

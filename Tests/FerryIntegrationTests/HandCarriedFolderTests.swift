@@ -42,7 +42,7 @@ import Testing
 
     /// Waits until a's outbox is empty (everything written to its folder).
     static func flushed(_ a: SyncDevice) async throws -> Bool {
-        try await waitUntil(.seconds(20)) { try await a.client().outbox(limit: 1).isEmpty }
+        try await eventually(.seconds(20)) { try await a.client().outbox(limit: 1).isEmpty }
     }
 
     @Test func bConvergesWhateverOrderAndShapeTheFilesArriveIn() async throws {
@@ -65,10 +65,10 @@ import Testing
         #expect(first.count == 10)
         // Out of order: the last five first; the first five arrive late.
         for name in first.suffix(5).reversed() { try route.carry(name) }
-        #expect(try await waitUntil { try await b.records().count == 5 })
+        #expect(try await eventually(.seconds(60)) { try await b.records().count == 5 })
         #expect(try await b.records()["r0"] == nil)
         for name in first.prefix(5) { try route.carry(name) }
-        #expect(try await waitUntil { try await b.records().count == 10 })
+        #expect(try await eventually(.seconds(60)) { try await b.records().count == 10 })
 
         // Half written: a segment of 300 records arrives in two pieces.
         var items: [PutItem] = []
@@ -83,7 +83,7 @@ import Testing
         #expect(partial < 310, "b cannot have records of the part still missing")
         try route.carry(torn)
         for name in route.names where name.hasPrefix("seg-") { try route.carry(name) }
-        #expect(try await waitUntil { try await b.records().count == 310 })
+        #expect(try await eventually(.seconds(60)) { try await b.records().count == 310 })
 
         // A conflict copy made by the tool (a copy of another segment under a conflict name).
         try route.carry(first[3], as: first[7] + ".sync-conflict-20261129-120000-ABCDEFG")
@@ -99,11 +99,11 @@ import Testing
         }
         _ = try await a.client().delete(entity: "note", id: "r4")
         #expect(try await Self.flushed(a))
-        #expect(try await waitUntil { route.names.contains { $0.hasPrefix("snap-") } })
+        #expect(try await eventually(.seconds(60)) { route.names.contains { $0.hasPrefix("snap-") } })
         for name in route.names where name.hasPrefix("snap-") { try route.carry(name) }
         try route.mirrorDeletions()
         for name in route.names where name.hasPrefix("seg-") { try route.carry(name) }
-        #expect(try await waitUntil { try await b.records() == a.records() })
+        #expect(try await eventually(.seconds(60)) { try await b.records() == a.records() })
         let final = try await b.records()
         #expect(final["r4"]?.deleted == true)
         #expect(final["t7"]?.payload?.contains("\"round\":11") == true)

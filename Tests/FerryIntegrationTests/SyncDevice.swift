@@ -1,5 +1,6 @@
 import FerryClient
 import FerryJSON
+import FerryTestSupport
 import Foundation
 
 /// One device for the sync tests: a real ferryd (`DaemonHarness`) and a client of it.
@@ -52,16 +53,6 @@ final class SyncDevice: @unchecked Sendable {
     func transport(_ name: String = "folder", space: String? = nil) async throws -> TransportStatus? {
         try await client().transports(space: space).first { $0.name == name }
     }
-}
-
-/// Polls `condition` until it holds or `timeout` passes; the last value.
-func waitUntil(_ timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(50))
-    }
-    return try await condition()
 }
 
 /// Every regular file under `root`, recursively.

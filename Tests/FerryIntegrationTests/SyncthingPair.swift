@@ -1,4 +1,5 @@
 import FerryJSON
+import FerryTestSupport
 import Foundation
 
 /// Two real Syncthing instances on loopback that keep one directory each in sync, as one shared

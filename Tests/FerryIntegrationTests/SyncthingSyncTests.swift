@@ -28,17 +28,17 @@ struct SyncthingSyncTests {
         for i in 0..<20 { _ = try await b.client().put(entity: "note", id: "m\(i)", payload: ["i": .int(Int64(i)), "by": "b"]) }
         let attachment = try await a.client().putAttachment(data: Array(repeating: 0x5A, count: 200_000))
         _ = try await a.client().put(entity: "doc", id: "d1", payload: ["name": "scan"], attachments: [attachment.sha256])
-        #expect(try await waitUntil(.seconds(90)) {
+        #expect(try await eventually(.seconds(90)) {
             let rb = try await b.records(), ra = try await a.records()
             return rb.count == 120 && ra.count == 120
         })
-        #expect(try await waitUntil(.seconds(60)) { try await b.records("doc")["d1"] != nil })
+        #expect(try await eventually(.seconds(60)) { try await b.records("doc")["d1"] != nil })
         let fetched = try await b.client().getAttachment(sha256: attachment.sha256)
         #expect(fetched.size == 200_000)
 
         for i in 0..<10 { _ = try await b.client().put(entity: "note", id: "n\(i)", payload: ["i": .int(Int64(i)), "by": "b-edit"]) }
         for i in 10..<20 { _ = try await a.client().delete(entity: "note", id: "n\(i)") }
-        #expect(try await waitUntil(.seconds(90)) {
+        #expect(try await eventually(.seconds(90)) {
             let ra = try await a.records(), rb = try await b.records()
             return ra == rb && ra.values.filter(\.deleted).count == 10 && ra["n3"]?.payload?.contains("b-edit") == true
         })

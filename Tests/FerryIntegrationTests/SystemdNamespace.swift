@@ -1,4 +1,5 @@
 import FerryJSON
+import FerryTestSupport
 import Foundation
 import Glibc
 

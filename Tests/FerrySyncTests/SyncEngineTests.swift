@@ -34,16 +34,6 @@ final class EngineDevice: Sendable {
     }
 }
 
-/// Polls `condition` until it holds or `timeout` passes.
-func eventually(_ timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return try await condition()
-}
-
 @Suite struct SyncEngineTests {
     /// Two devices of one owner.
     static func pair(log: MemoryLog) async throws -> (EngineDevice, EngineDevice) {

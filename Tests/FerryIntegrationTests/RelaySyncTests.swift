@@ -1,0 +1,96 @@
+import FerryClient
+import FerryJSON
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// Real ferryd processes syncing through a real `ferry-relay` (SQLite) on loopback.
+@Suite(.serialized) struct RelaySyncTests {
+    /// A relay with an owner, and `count` devices of that owner on it: the first with the
+    /// operator's token, the others paired with codes from the first.
+    static func setUp(_ count: Int, relayConfig: String = "", quota: Int64? = nil) async throws -> (RelayHarness, [SyncDevice], String) {
+        let relay = try RelayHarness(extraConfig: relayConfig)
+        try relay.start()
+        var devices: [SyncDevice] = []
+        var owner = ""
+        for i in 0..<count {
+            let d = try SyncDevice(["a", "b", "c"][i])
+            try d.start()
+            if let first = devices.first {
+                try await d.joinOwner(of: first)
+                let (code, _) = try await first.client().relayPairingCode()
+                _ = try await d.client().addTransport(name: "relay", kind: "relay", location: relay.url, code: code)
+            } else {
+                owner = try #require(try await d.client().spaces().first { $0.name == "private" }?.owner)
+                let (token, _) = try relay.createOwner(owner, quota: quota)
+                _ = try await d.client().addTransport(name: "relay", kind: "relay", location: relay.url, token: token)
+            }
+            devices.append(d)
+        }
+        return (relay, devices, owner)
+    }
+
+    static func converged(_ devices: [SyncDevice]) async throws -> Bool {
+        let first = try await devices[0].records()
+        for d in devices.dropFirst() where try await d.records() != first { return false }
+        return true
+    }
+
+    @Test func threeDevicesConvergeThroughTheRelay() async throws {
+        let (relay, devices, _) = try await Self.setUp(3)
+        let (a, b, c) = (devices[0], devices[1], devices[2])
+        for i in 0..<40 { _ = try await a.client().put(entity: "note", id: "n\(i)", payload: ["i": .int(Int64(i)), "by": "a"]) }
+        for i in 0..<10 { _ = try await b.client().put(entity: "note", id: "n\(i)", payload: ["by": "b"]) }
+        for i in 10..<15 { _ = try await c.client().delete(entity: "note", id: "n\(i)") }
+        #expect(try await eventually(.seconds(60)) {
+            let same = try await Self.converged(devices)
+            let count = try await a.records().count
+            return same && count == 40
+        })
+        let final = try await c.records()
+        #expect(final.values.filter(\.deleted).count == 5)
+        // The relay stores ciphertext only.
+        #expect(!folderContains(relay.root + "/state", "\"by\""))
+        #expect(!folderContains(relay.root + "/state", "note"))
+        // Long-poll: one record, A to B, arrives quickly (no poll interval involved).
+        let started = ContinuousClock.now
+        _ = try await a.client().put(entity: "note", id: "fast", payload: ["v": 1])
+        #expect(try await eventually(.seconds(10), poll: .milliseconds(2)) { try await b.records()["fast"] != nil })
+        print("relay: one record A to B in \(ContinuousClock.now - started)")
+    }
+
+    @Test func aRevokedTokenIsRefusedAndOthersGoOn() async throws {
+        let (relay, devices, owner) = try await Self.setUp(2)
+        let (a, b) = (devices[0], devices[1])
+        _ = try await a.client().put(entity: "note", id: "first", payload: ["v": 1])
+        #expect(try await eventually(.seconds(30)) { try await b.records()["first"] != nil })
+        let tokens = try relay.tokens(owner)
+        let bNode = try await b.client().status().node
+        let bToken = try #require(tokens.first { $0.device.contains(bNode) })
+        #expect(try relay.admin(["revoke", owner, bToken.id]).status == 0)
+        _ = try await b.client().put(entity: "note", id: "from-b", payload: ["v": 2])
+        try await b.client().syncNow()
+        #expect(try await eventually(.seconds(30)) { try await b.transport("relay")?.lastErrorKind == "unauthorized" })
+        _ = try await a.client().put(entity: "note", id: "second", payload: ["v": 3])
+        try await Task.sleep(for: .seconds(1))
+        #expect(try await a.records()["from-b"] == nil)
+        #expect(try await b.records()["second"] == nil)
+        #expect(b.harness.isRunning)
+    }
+
+    @Test func aRelayKilledMidSyncLosesNothing() async throws {
+        let (relay, devices, _) = try await Self.setUp(2)
+        let (a, b) = (devices[0], devices[1])
+        var items: [PutItem] = []
+        for i in 0..<5000 { items.append(PutItem(entity: "note", id: "k\(i)", payload: ["i": .int(Int64(i))])) }
+        for chunk in stride(from: 0, to: items.count, by: 1000) { _ = try await a.client().putMany(Array(items[chunk..<(chunk + 1000)])) }
+        #expect(try await eventually(.seconds(30)) { try await b.client().status().records > 0 })
+        relay.crash()
+        try await Task.sleep(for: .milliseconds(300))
+        try relay.start()
+        try await a.client().syncNow()
+        try await b.client().syncNow()
+        #expect(try await eventually(.seconds(120)) { try await b.records().count == 5000 })
+        #expect(try await Self.converged(devices))
+    }
+}

@@ -53,7 +53,7 @@ let package = Package(
             "FerryAPI", "FerryStore", "FerrySync", "FerryVarlink", "FerrySystemd", "FerryJSON", "FerryModel"]),
 
         // Executables.
-        .executableTarget(name: "ferry-bench", dependencies: ["FerryStore", "FerrySQLite", "FerryModel", "FerryVarlink", "FerryJSON", "FerryClient"]),
+        .executableTarget(name: "ferry-bench", dependencies: ["FerryStore", "FerrySQLite", "FerryModel", "FerryVarlink", "FerryJSON", "FerryClient", "FerrySync"]),
         .executableTarget(name: "ferryd", dependencies: ["FerryDaemon"]),
         .executableTarget(name: "ferryctl", dependencies: ["FerryClient", "FerryAPI", "FerryJSON"]),
 

@@ -57,6 +57,24 @@ final class BaselineDatabase {
             """)
     }
 
+    /// Records per second for inserting `records` rows like the sync benchmarks' (`bulk`
+    /// entity, the given payload) into a fresh baseline database, `batch` rows per transaction,
+    /// synchronous=NORMAL.
+    static func insertRate(directory: String, records: Int, batch: Int, payload: String) throws -> Double {
+        let db = try BaselineDatabase(path: directory + "/raw.db", durability: .normal, cacheKiB: 8192)
+        var nanos: UInt64 = 0
+        for bi in 0..<max(1, records / batch) {
+            let rows = (0..<batch).map { i in
+                Row(entity: "bulk", id: String(format: "B%06d-%04d", bi, i), hlc: "2026-11-29T12:00:00.000Z-0000-0000000000000001",
+                    deleted: false, payload: payload, attachments: nil, seq: Int64(bi * batch + i + 1))
+            }
+            let t0 = Monotonic.nanos()
+            try db.insert(rows)
+            nanos += Monotonic.nanos() - t0
+        }
+        return Double(max(1, records / batch) * batch) / (Double(nanos) / 1e9)
+    }
+
     /// Inserts `rows` in one transaction (`BEGIN IMMEDIATE`, as the store does).
     func insert(_ rows: [Row]) throws {
         try db.transaction {

@@ -181,19 +181,7 @@ struct FolderBenchmark {
     }
 
     private func rawInsertRate(total: Int, payload: String) throws -> Double {
-        let dir = try scratch.subdirectory("raw")
-        let db = try BaselineDatabase(path: dir + "/raw.db", durability: .normal, cacheKiB: 8192)
-        var nanos: UInt64 = 0
-        for bi in 0..<(total / batch) {
-            let rows = (0..<batch).map { i in
-                BaselineDatabase.Row(entity: "bulk", id: String(format: "B%06d-%04d", bi, i), hlc: "2026-11-29T12:00:00.000Z-0000-0000000000000001",
-                                     deleted: false, payload: payload, attachments: nil, seq: Int64(bi * batch + i + 1))
-            }
-            let t0 = Monotonic.nanos()
-            try db.insert(rows)
-            nanos += Monotonic.nanos() - t0
-        }
-        return Double(total) / (Double(nanos) / 1e9)
+        try BaselineDatabase.insertRate(directory: try scratch.subdirectory("raw"), records: total, batch: batch, payload: payload)
     }
 }
 

@@ -2,6 +2,7 @@
 //   ferry-bench store --records N ...   the core store against raw SQLite
 //   ferry-bench ipc ...                 a real ferryd against a raw socket + SQLite baseline
 //   ferry-bench folder ...              two ferryd syncing through a shared folder
+//   ferry-bench relay ...               ferry-relay with two ferryd, and under many clients
 import Foundation
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -38,6 +39,8 @@ func runInScratch(usage: String, _ body: (ScratchDirectory) async throws -> Void
 switch arguments.first {
 case "folder":
     await runInScratch(usage: FolderBenchmark.usage) { try await FolderBenchmark(arguments: arguments.dropFirst(), scratch: $0).run() }
+case "relay":
+    await runInScratch(usage: RelayBenchmark.usage) { try await RelayBenchmark(arguments: arguments.dropFirst(), scratch: $0).run() }
 case "ipc":
     await runInScratch(usage: IPCBenchmark.usage) { try await IPCBenchmark(arguments: arguments.dropFirst(), scratch: $0).run() }
 default:

@@ -20,9 +20,8 @@ RECORDS ?= 1000000
 APT_GET ?= apt-get
 
 # Debian packages the build needs: one per systemLibrary target in Package.swift, and
-# pkg-config, which SwiftPM uses to find them. Later issues add theirs here (libmicrohttpd-dev,
-# libpq-dev).
-DEB_PACKAGES := libsqlite3-dev libsodium-dev libsystemd-dev pkg-config
+# pkg-config, which SwiftPM uses to find them. A later issue adds libpq-dev here.
+DEB_PACKAGES := libsqlite3-dev libsodium-dev libsystemd-dev libmicrohttpd-dev pkg-config
 # Debian packages only the tests need (reference clients, sync tools, databases): varlink-go's
 # certification client checks the Varlink layer; the Python reference client comes from PyPI,
 # into a venv the tests make.

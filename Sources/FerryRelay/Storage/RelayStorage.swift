@@ -75,6 +75,7 @@ public struct NewToken: Sendable, Equatable {
 public struct Authenticated: Sendable, Equatable {
     public var tokenID: String
     public var grants: [OwnerID: Role]
+    public init(tokenID: String, grants: [OwnerID: Role]) { self.tokenID = tokenID; self.grants = grants }
 }
 
 /// A token as listed.

@@ -154,8 +154,8 @@ import Testing
             let r = try relay.call("PUT", base + "/blobs/\(bad)", token: token, body: [1, 2, 3])
             #expect(r.status == 400, "\(bad)")
         }
-        // The blob filled the quota: one more blob does not fit.
-        let full = try relay.call("PUT", base + "/blobs/\(String(repeating: "2", count: 64))", token: token, body: blob)
+        // One event and one blob use two thirds of the quota: a blob a byte larger than a third does not fit.
+        let full = try relay.call("PUT", base + "/blobs/\(String(repeating: "2", count: 64))", token: token, body: blob + [0])
         #expect(full.status == 413 && full.json["error"] as? String == "quota_exceeded")
         let info = try relay.call("GET", base, token: token)
         #expect(info.json["blobs"] as? Int == 1 && info.json["blobBytes"] as? Int == size && info.json["events"] as? Int == 1)

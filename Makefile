@@ -20,9 +20,8 @@ RECORDS ?= 1000000
 APT_GET ?= apt-get
 
 # Debian packages the build needs: one per systemLibrary target in Package.swift, and
-# pkg-config, which SwiftPM uses to find them. Later issues add theirs here (libmicrohttpd-dev,
-# libpq-dev).
-DEB_PACKAGES := libsqlite3-dev libsodium-dev libsystemd-dev pkg-config
+# pkg-config, which SwiftPM uses to find them. A later issue adds libpq-dev here.
+DEB_PACKAGES := libsqlite3-dev libsodium-dev libsystemd-dev libmicrohttpd-dev pkg-config
 # Debian packages only the tests need (reference clients, sync tools, databases): varlink-go's
 # certification client checks the Varlink layer; the Python reference client comes from PyPI,
 # into a venv the tests make.
@@ -108,8 +107,8 @@ clean:
 #   systemctl --user daemon-reload && systemctl --user enable --now ferryd.socket
 # For one user without root: make install PREFIX=$$HOME/.local USERUNITDIR=$$HOME/.local/share/systemd/user
 # (~/.local/lib/systemd/user is not where the user manager looks).
-# SYSTEM=1 is for system units: the relay issue adds systemd/ferry-relay.service, and
-# `make install SYSTEM=1` is to install it into $(SYSTEMUNITDIR). Until then it adds nothing.
+# SYSTEM=1 adds the relay: ferry-relay into $(BINDIR), systemd/ferry-relay.service into
+# $(SYSTEMUNITDIR), etc/ferry-relay.conf and docs/relay.openapi.yaml into $(DOCDIR).
 PREFIX ?= /usr/local
 DESTDIR ?=
 SYSTEM ?=
@@ -138,11 +137,21 @@ install: deps
 	fi
 	install -m 0644 etc/ferryd.conf "$(DESTDIR)$(DOCDIR)/ferryd.conf"
 ifneq ($(SYSTEM),)
-	@echo "make: SYSTEM=1: no system units yet (systemd/ferry-relay.service comes with the relay)"
+	# The relay: its binary, its system unit (ExecStart pointed at this BINDIR) and an example config.
+	$(SWIFT) build $(SWIFTPM_FLAGS) -c release --product ferry-relay
+	install -d -m 0755 "$(DESTDIR)$(SYSTEMUNITDIR)"
+	bin="$$($(SWIFT) build $(SWIFTPM_FLAGS) -c release --show-bin-path)" && \
+	  install -m 0755 "$$bin/ferry-relay" "$(DESTDIR)$(BINDIR)/"
+	sed 's|^ExecStart=/usr/local/bin/ferry-relay serve$$|ExecStart=$(BINDIR)/ferry-relay serve|' systemd/ferry-relay.service \
+	  > "$(DESTDIR)$(SYSTEMUNITDIR)/ferry-relay.service"
+	chmod 0644 "$(DESTDIR)$(SYSTEMUNITDIR)/ferry-relay.service"
+	install -m 0644 etc/ferry-relay.conf docs/relay.openapi.yaml "$(DESTDIR)$(DOCDIR)/"
 endif
 
 uninstall:
 	rm -f "$(DESTDIR)$(BINDIR)/ferryd" "$(DESTDIR)$(BINDIR)/ferryctl" \
 	  "$(DESTDIR)$(USERUNITDIR)/ferryd.service" "$(DESTDIR)$(USERUNITDIR)/ferryd.socket" \
-	  "$(DESTDIR)$(COMPLETIONDIR)/ferryctl" "$(DESTDIR)$(DOCDIR)/ferryd.conf"
+	  "$(DESTDIR)$(COMPLETIONDIR)/ferryctl" "$(DESTDIR)$(DOCDIR)/ferryd.conf" \
+	  "$(DESTDIR)$(BINDIR)/ferry-relay" "$(DESTDIR)$(SYSTEMUNITDIR)/ferry-relay.service" \
+	  "$(DESTDIR)$(DOCDIR)/ferry-relay.conf" "$(DESTDIR)$(DOCDIR)/relay.openapi.yaml"
 	rmdir --ignore-fail-on-non-empty "$(DESTDIR)$(DOCDIR)" 2>/dev/null || true

@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "ferryd", targets: ["ferryd"]),
         .executable(name: "ferryctl", targets: ["ferryctl"]),
         .executable(name: "ferry-bench", targets: ["ferry-bench"]),
+        .executable(name: "ferry-relay", targets: ["ferry-relay"]),
     ],
     targets: [
         // C libraries, each behind one system-library module (see STYLE.md, habit 1).
@@ -24,6 +25,9 @@ let package = Package(
         .systemLibrary(
             name: "CSodium", path: "Sources/C/CSodium", pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(
+            name: "CMicroHTTPD", path: "Sources/C/CMicroHTTPD", pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]),
 
         // Pure layers: no I/O.
         .target(name: "FerryJSON"),
@@ -52,10 +56,17 @@ let package = Package(
         .target(name: "FerryDaemon", dependencies: [
             "FerryAPI", "FerryStore", "FerrySync", "FerryVarlink", "FerrySystemd", "FerryJSON", "FerryModel"]),
 
+        // The relay: HTTP request model, routes, handlers, auth, storage (SQLite), long-poll hub,
+        // metrics, configuration; the libmicrohttpd glue sits in Server/ and is the only importer
+        // of CMicroHTTPD.
+        .target(name: "FerryRelay", dependencies: [
+            "FerrySync", "FerryModel", "FerrySQLite", "FerryCrypto", "FerrySystemd", "FerryJSON", "CMicroHTTPD"]),
+
         // Executables.
         .executableTarget(name: "ferry-bench", dependencies: ["FerryStore", "FerrySQLite", "FerryModel", "FerryVarlink", "FerryJSON", "FerryClient", "FerrySync"]),
         .executableTarget(name: "ferryd", dependencies: ["FerryDaemon"]),
         .executableTarget(name: "ferryctl", dependencies: ["FerryClient", "FerryAPI", "FerryJSON"]),
+        .executableTarget(name: "ferry-relay", dependencies: ["FerryRelay", "FerrySystemd"]),
 
         // Test support executables (real processes that tests start).
         .executableTarget(
@@ -74,6 +85,9 @@ let package = Package(
         .testTarget(name: "FerrySyncTests", dependencies: ["FerrySync", "FerryStore", "FerryModel", "FerryCrypto", "FerryTestSupport"]),
         .testTarget(name: "FerryDaemonTests", dependencies: ["FerryDaemon", "FerryAPI", "FerryJSON", "FerryStore", "FerryVarlink"]),
         .testTarget(name: "FerryClientTests", dependencies: ["FerryClient", "FerryAPI", "FerryJSON"]),
+        // Unit tests of the relay's pure parts and storage, and a real ferry-relay process.
+        .testTarget(name: "FerryRelayTests", dependencies: [
+            "FerryRelay", "FerrySync", "FerryModel", "FerryJSON", "FerryCrypto", "FerryTestSupport"]),
         // Real processes: ferryd, ferryctl, systemd as PID 1 in a namespace.
         .testTarget(name: "FerryIntegrationTests", dependencies: ["FerryClient", "FerryAPI", "FerryVarlink", "FerryJSON", "FerryTestSupport"]),
     ],

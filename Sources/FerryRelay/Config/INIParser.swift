@@ -1,0 +1,93 @@
+// A copy of FerryDaemon/INIParser.swift (the relay does not depend on the daemon); moving it to a
+// shared module both use is a follow-up.
+
+/// A parser for configuration files in the systemd INI style: `[Section]` headers,
+/// `Key=Value` lines, `#` and `;` comments, blank lines, and a trailing backslash to continue a
+/// value on the next line. Pure and size-capped.
+enum INIParser {
+    /// One `Key=Value` assignment and where it was.
+    public struct Entry: Sendable, Hashable {
+        public var section: String
+        public var key: String
+        public var value: String
+        public var line: Int
+    }
+
+    /// Why a file could not be parsed.
+    public struct Failure: Error, Sendable, Hashable, CustomStringConvertible {
+        public var line: Int
+        public var message: String
+        public var description: String { "line \(line): \(message)" }
+    }
+
+    /// The largest configuration file accepted.
+    public static let maxBytes = 1 << 20
+
+    /// Parses `text` into its entries, in file order.
+    /// - Throws: `Failure` with the line number for a line that is neither a section header,
+    ///   an assignment, a comment nor blank; for an entry outside any section; for a file over
+    ///   `maxBytes`.
+    public static func parse(_ text: String) throws(Failure) -> [Entry] {
+        if text.utf8.count > maxBytes { throw Failure(line: 0, message: "the file is larger than \(maxBytes) bytes") }
+        var entries: [Entry] = []
+        var section: String?
+        var pending: (key: String, value: String, line: Int)?
+        var number = 0
+        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            number += 1
+            var line = Substring(raw)
+            if line.hasSuffix("\r") { line = line.dropLast() }
+            if var continued = pending {
+                let trimmed = line.trimmingWhitespace()
+                if trimmed.hasSuffix("\\") {
+                    continued.value += " " + trimmed.dropLast().trimmingWhitespace()
+                    pending = continued
+                } else {
+                    continued.value += " " + trimmed
+                    entries.append(Entry(section: section ?? "", key: continued.key, value: continued.value.trimmingWhitespace(), line: continued.line))
+                    pending = nil
+                }
+                continue
+            }
+            let trimmed = line.trimmingWhitespace()
+            if trimmed.isEmpty || trimmed.hasPrefix("#") || trimmed.hasPrefix(";") { continue }
+            if trimmed.hasPrefix("[") {
+                guard trimmed.hasSuffix("]"), trimmed.count > 2 else {
+                    throw Failure(line: number, message: "a section header looks like [Name]")
+                }
+                section = String(trimmed.dropFirst().dropLast())
+                continue
+            }
+            guard let eq = trimmed.firstIndex(of: "=") else {
+                throw Failure(line: number, message: "expected Key=Value, a [Section] header or a comment")
+            }
+            let key = String(trimmed[..<eq]).trimmingWhitespace()
+            var value = String(trimmed[trimmed.index(after: eq)...]).trimmingWhitespace()
+            guard !key.isEmpty, key.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
+                throw Failure(line: number, message: "invalid key \"\(key.prefix(64))\"")
+            }
+            guard let current = section else {
+                throw Failure(line: number, message: "\(key)= must be inside a section such as [Relay]")
+            }
+            if value.hasSuffix("\\") {
+                value.removeLast()
+                pending = (key, value.trimmingWhitespace(), number)
+                continue
+            }
+            entries.append(Entry(section: current, key: key, value: value, line: number))
+        }
+        if let pending {
+            entries.append(Entry(section: section ?? "", key: pending.key, value: pending.value, line: pending.line))
+        }
+        return entries
+    }
+}
+
+extension StringProtocol {
+    func trimmingWhitespace() -> String {
+        var s = Substring(self)
+        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
+        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+
+/// ferry-relay's settings: defaults, then the config file. Every key is documented in
+/// `etc/ferry-relay.conf`.
+public struct RelayConfiguration: Sendable, Equatable {
+    /// Log levels, as syslog priorities.
+    public enum LogLevel: Int, Sendable, CaseIterable {
+        case debug = 7, info = 6, notice = 5, warning = 4, error = 3
+        public init?(name: String) {
+            switch name.lowercased() {
+            case "debug": self = .debug
+            case "info": self = .info
+            case "notice": self = .notice
+            case "warning", "warn": self = .warning
+            case "error", "err": self = .error
+            default: return nil
+            }
+        }
+        public var name: String { String(describing: self) }
+    }
+
+    // [Relay]
+    public var listenHost = "127.0.0.1"
+    public var listenPort = 8470
+    public var stateDirectory: String
+    public var storage = "sqlite"
+    public var maxWaitSeconds = 30
+    public var defaultQuotaBytes: Int64 = 1 << 30
+    public var tombstoneRetentionDays = 90.0
+    public var maxBodyBytes = 8 << 20
+    /// A 1 GiB attachment plus its sealing overhead fits.
+    public var maxBlobBytes: Int64 = (1 << 30) + (16 << 20)
+    public var connectionTimeoutSeconds = 30
+    public var maxConnections = 4096
+    public var threads = 2
+    public var pairingCodeLifetimeSeconds = 600
+    public var logLevel: LogLevel = .info
+    // [TLS]
+    public var tlsCertificate: String?
+    public var tlsKey: String?
+
+    /// The limits of the wire API that the configuration does not change.
+    public static let maxEventsPerPush = 400
+    public static let maxPullLimit = 1000
+    public static let defaultPullLimit = 400
+    /// A pull page stops adding events beyond this many bytes (at least one event is sent).
+    public static let maxPageBytes = 8 << 20
+
+    /// Defaults; the state directory is `$STATE_DIRECTORY` (set by systemd's
+    /// `StateDirectory=`) or /var/lib/ferry-relay.
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        let fromSystemd = environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init)
+        stateDirectory = fromSystemd ?? "/var/lib/ferry-relay"
+    }
+
+    /// The SQLite file in the state directory.
+    public var databasePath: String { stateDirectory + "/relay.db" }
+    /// Where blob files live.
+    public var blobDirectory: String { stateDirectory + "/blobs" }
+
+    /// Why a configuration was refused: the file, line and key, and what is allowed.
+    public struct Problem: Error, Sendable, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Applies the file at `path` over the defaults.
+    /// - Throws: `Problem` naming the line and key for anything unknown or out of range.
+    public mutating func load(file path: String) throws(Problem) {
+        let text: String
+        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+            throw Problem(description: "cannot read \(path): \(error.localizedDescription)")
+        }
+        try apply(text: text, file: path)
+    }
+
+    /// Applies config text over the current values.
+    public mutating func apply(text: String, file: String = "config") throws(Problem) {
+        let entries: [INIParser.Entry]
+        do { entries = try INIParser.parse(text) } catch {
+            throw Problem(description: "\(file): \(error)")
+        }
+        for e in entries {
+            func fail(_ why: String) -> Problem { Problem(description: "\(file):\(e.line): [\(e.section)] \(e.key)=: \(why)") }
+            func int(_ range: ClosedRange<Int64>) throws(Problem) -> Int64 {
+                guard let v = Int64(e.value), range.contains(v) else {
+                    throw fail("expected a whole number from \(range.lowerBound) to \(range.upperBound)")
+                }
+                return v
+            }
+            switch (e.section, e.key) {
+            case ("Relay", "Listen"):
+                guard let (host, port) = RelayConfiguration.parseListen(e.value) else {
+                    throw fail("expected ADDRESS:PORT, such as 127.0.0.1:8470 or [::1]:8470 (port 0 picks a free one)")
+                }
+                listenHost = host; listenPort = port
+            case ("Relay", "StateDirectory"):
+                guard e.value.hasPrefix("/") else { throw fail("expected an absolute path") }
+                stateDirectory = e.value
+            case ("Relay", "Storage"):
+                guard e.value == "sqlite" else { throw fail("only sqlite is supported by this build") }
+                storage = e.value
+            case ("Relay", "MaxWaitSeconds"): maxWaitSeconds = Int(try int(0...3600))
+            case ("Relay", "DefaultQuotaBytes"): defaultQuotaBytes = try int(0...Int64.max / 2)
+            case ("Relay", "TombstoneRetentionDays"):
+                guard let v = Double(e.value), v.isFinite, v >= 0, v <= 36500 else {
+                    throw fail("expected a number of days from 0 to 36500 (fractions allowed)")
+                }
+                tombstoneRetentionDays = v
+            case ("Relay", "MaxBodyBytes"): maxBodyBytes = Int(try int(1024...(256 << 20)))
+            case ("Relay", "MaxBlobBytes"): maxBlobBytes = try int(0...(1 << 40))
+            case ("Relay", "ConnectionTimeoutSeconds"): connectionTimeoutSeconds = Int(try int(1...3600))
+            case ("Relay", "MaxConnections"): maxConnections = Int(try int(16...1_000_000))
+            case ("Relay", "Threads"): threads = Int(try int(1...64))
+            case ("Relay", "PairingCodeLifetimeSeconds"): pairingCodeLifetimeSeconds = Int(try int(1...86400))
+            case ("Relay", "LogLevel"):
+                guard let level = LogLevel(name: e.value) else { throw fail("expected debug, info, notice, warning or error") }
+                logLevel = level
+            case ("TLS", "Certificate"):
+                guard e.value.isEmpty || e.value.hasPrefix("/") else { throw fail("expected an absolute path") }
+                tlsCertificate = e.value.isEmpty ? nil : e.value
+            case ("TLS", "Key"):
+                guard e.value.isEmpty || e.value.hasPrefix("/") else { throw fail("expected an absolute path") }
+                tlsKey = e.value.isEmpty ? nil : e.value
+            default:
+                throw fail("unknown key (see etc/ferry-relay.conf for every key)")
+            }
+        }
+        if (tlsCertificate == nil) != (tlsKey == nil) {
+            throw Problem(description: "\(file): [TLS] needs both Certificate= and Key=, or neither")
+        }
+    }
+
+    /// `HOST:PORT` or `[IPV6]:PORT`.
+    static func parseListen(_ text: String) -> (String, Int)? {
+        let host: Substring, port: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+            host = text[text.index(after: text.startIndex)..<close]
+            port = text[text.index(close, offsetBy: 2)...]
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { return nil }
+            host = text[..<colon]
+            port = text[text.index(after: colon)...]
+        }
+        guard !host.isEmpty, let p = Int(port), (0...65535).contains(p) else { return nil }
+        return (String(host), p)
+    }
+}

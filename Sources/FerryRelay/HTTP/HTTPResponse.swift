@@ -1,0 +1,44 @@
+import FerryJSON
+
+/// A response the server glue sends as is.
+public struct HTTPResponse: Sendable, Equatable {
+    /// Where the bytes come from.
+    public enum Body: Sendable, Equatable {
+        case empty
+        case bytes([UInt8])
+        /// A file's bytes, streamed by the glue (`size` bytes from the start).
+        case file(path: String, size: Int)
+    }
+
+    public var status: Int
+    /// Extra headers (name, value), in order.
+    public var headers: [(String, String)]
+    public var body: Body
+
+    public init(status: Int, headers: [(String, String)] = [], body: Body = .empty) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A JSON body with `Content-Type: application/json`.
+    public static func json(_ status: Int, _ value: JSONValue, headers: [(String, String)] = []) -> HTTPResponse {
+        var bytes = JSONWriter.serialize(value)
+        bytes.append(10)
+        return HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: .bytes(bytes))
+    }
+
+    /// A text body.
+    public static func text(_ status: Int, _ text: String, contentType: String = "text/plain; charset=utf-8") -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", contentType)], body: .bytes(Array(text.utf8)))
+    }
+
+    /// The value of header `name` (case-insensitive), if set.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.0.lowercased() == name.lowercased() }?.1
+    }
+
+    public static func == (a: HTTPResponse, b: HTTPResponse) -> Bool {
+        a.status == b.status && a.body == b.body && a.headers.map { "\($0.0):\($0.1)" } == b.headers.map { "\($0.0):\($0.1)" }
+    }
+}

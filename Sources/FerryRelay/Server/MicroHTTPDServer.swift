@@ -1,0 +1,297 @@
+import CMicroHTTPD
+import FerrySync
+import Foundation
+
+/// The HTTP/1.1 server: libmicrohttpd glue around `RelayService`, and the only code that
+/// touches CMicroHTTPD.
+///
+/// libmicrohttpd runs `threads` internal threads, each an epoll loop over its connections, with
+/// suspend/resume: a long-poll pull suspends its connection (no thread, no timeout) and
+/// `LongPollHub` resumes it on a push or at its deadline. A slow client costs a socket and a
+/// buffer, never a thread; `ConnectionTimeoutSeconds` closes idle ones.
+///
+/// `@unchecked Sendable`: `daemon` is set by `start` and cleared by `stop`, both called by the one
+/// thread that runs the process; libmicrohttpd's threads only read the immutable fields.
+public final class MicroHTTPDServer: @unchecked Sendable {
+    public let service: RelayService
+    /// The port the listening socket is bound to (the configured one, or the one picked for 0).
+    public let port: Int
+    private let listenFD: Int32
+    private var daemon: OpaquePointer?
+    // libmicrohttpd keeps pointers to the PEM texts for the daemon's life.
+    private var pems: [UnsafeMutablePointer<CChar>] = []
+
+    /// Why the server could not start.
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Binds and listens on `host:port` (numeric address; port 0 picks a free one).
+    public init(service: RelayService, host: String, port: Int) throws(Failure) {
+        self.service = service
+        var hints = addrinfo()
+        hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var info: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host, String(port), &hints, &info)
+        guard rc == 0, let info else {
+            throw Failure(description: "Listen=\(host):\(port): not a numeric address (\(String(cString: gai_strerror(rc))))")
+        }
+        defer { freeaddrinfo(info) }
+        let fd = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        guard bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0 else {
+            let e = errno; close(fd)
+            throw Failure(description: "bind \(host):\(port): \(String(cString: strerror(e)))")
+        }
+        guard listen(fd, 1024) == 0 else {
+            let e = errno; close(fd)
+            throw Failure(description: "listen \(host):\(port): \(String(cString: strerror(e)))")
+        }
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        let family = address.ss_family
+        let boundPort: UInt16 = withUnsafePointer(to: &address) { p in
+            if family == sa_family_t(AF_INET6) {
+                return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+            }
+            return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+        }
+        listenFD = fd
+        self.port = Int(boundPort)
+    }
+
+    /// True when this libmicrohttpd was built with TLS (Debian 12's is, with GnuTLS).
+    public static var supportsTLS: Bool { ferry_mhd_has_tls() != 0 }
+
+    /// Starts serving.
+    /// - Parameters: PEM texts of the certificate chain and key for HTTPS, or nil for HTTP.
+    public func start(certificatePEM: String? = nil, keyPEM: String? = nil) throws(Failure) {
+        let c = service.configuration
+        if certificatePEM != nil, !MicroHTTPDServer.supportsTLS {
+            throw Failure(description: "[TLS] is set but this libmicrohttpd has no TLS support")
+        }
+        let cert = certificatePEM.map { strdup($0)! }
+        let key = keyPEM.map { strdup($0)! }
+        pems = [cert, key].compactMap { $0 }
+        let cls = Unmanaged.passUnretained(self).toOpaque()
+        daemon = ferry_mhd_start(
+            listenFD, UInt32(c.threads), UInt32(c.maxConnections), UInt32(c.connectionTimeoutSeconds), 64 * 1024,
+            { cls, connection, _, method, _, data, size, conCls in
+                let server = Unmanaged<MicroHTTPDServer>.fromOpaque(cls!).takeUnretainedValue()
+                return server.access(connection!, method: method!, data: data, size: size!, conCls: conCls!)
+            }, cls,
+            { cls, connection, conCls, _ in
+                guard let cls, let conCls, let raw = conCls.pointee else { return }
+                let server = Unmanaged<MicroHTTPDServer>.fromOpaque(cls).takeUnretainedValue()
+                let exchange = Unmanaged<Exchange>.fromOpaque(raw).takeRetainedValue()
+                conCls.pointee = nil
+                server.completed(exchange)
+            },
+            { _, uri, _ in
+                Unmanaged.passRetained(Exchange(target: String(cString: uri))).toOpaque()
+            },
+            cert, key)
+        guard daemon != nil else {
+            throw Failure(description: "libmicrohttpd did not start (see the lines it logged above)")
+        }
+        service.hub.start()
+    }
+
+    /// Stops accepting, wakes every long-poll (they answer with what there is), and stops.
+    public func stop() {
+        guard let d = daemon else { return }
+        service.hub.shutdown()
+        // Give the resumed long-polls a moment to be answered before the daemon closes them.
+        usleep(100_000)
+        MHD_stop_daemon(d)
+        daemon = nil
+        close(listenFD)
+        for p in pems { free(p) }
+        pems = []
+    }
+
+    // MARK: Per-request state
+
+    /// One request's progress. `@unchecked Sendable`: used only by the libmicrohttpd thread that
+    /// owns its connection (and the completion callback on that thread).
+    final class Exchange: @unchecked Sendable {
+        enum Phase {
+            case new
+            case collecting(RelayService.Prepared)
+            case waiting(RelayService.Prepared)
+            case done
+        }
+        let target: String
+        let started = ContinuousClock.now
+        var phase = Phase.new
+        var route = "unrouted"
+        var status = 0
+        var buffer: [UInt8] = []
+        var spool: (path: String, fd: Int32)?
+        var received: Int64 = 0
+        var method = ""
+
+        init(target: String) { self.target = target }
+    }
+
+    /// A connection pointer handed to the resume closure (libmicrohttpd allows resuming from
+    /// any thread).
+    private struct ConnectionHandle: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
+
+    private func access(_ connection: OpaquePointer, method: UnsafePointer<CChar>, data: UnsafePointer<CChar>?,
+                        size: UnsafeMutablePointer<Int>, conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
+        guard let raw = conCls.pointee else { return MHD_Result.NO }
+        let exchange = Unmanaged<Exchange>.fromOpaque(raw).takeUnretainedValue()
+        switch exchange.phase {
+        case .new:
+            exchange.method = String(cString: method)
+            let head = HTTPRequestHead(
+                method: exchange.method, target: exchange.target,
+                authorization: header(connection, "Authorization"),
+                contentLength: header(connection, "Content-Length").flatMap { Int($0) },
+                remoteAddress: remoteAddress(connection))
+            switch service.prepare(head) {
+            case .failure(let error):
+                exchange.route = service.routeName(head)
+                return respond(error.response, exchange, connection)
+            case .success(let prepared):
+                exchange.route = prepared.endpoint.name
+                if case .spool = prepared.bodyPlan {
+                    do { exchange.spool = try service.blobs.createTemporary() } catch {
+                        service.logger.error("cannot create a temporary blob file: \(error)")
+                        return respond(RelayError.storage("temporary file").response, exchange, connection)
+                    }
+                }
+                exchange.phase = .collecting(prepared)
+                return MHD_Result.YES
+            }
+        case .collecting(let prepared):
+            let count = size.pointee
+            if count > 0 {
+                size.pointee = 0
+                exchange.received += Int64(count)
+                switch prepared.bodyPlan {
+                case .discard:
+                    return MHD_Result.YES
+                case .buffer(let limit):
+                    // Only a chunked body can get here past its limit (Content-Length was
+                    // checked): close the connection rather than read on.
+                    guard exchange.received <= Int64(limit) else { return MHD_Result.NO }
+                    data!.withMemoryRebound(to: UInt8.self, capacity: count) {
+                        exchange.buffer.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
+                    }
+                case .spool(let limit):
+                    guard exchange.received <= limit, let spool = exchange.spool else { return MHD_Result.NO }
+                    var offset = 0
+                    while offset < count {
+                        let n = write(spool.fd, data! + offset, count - offset)
+                        if n < 0 { if errno == EINTR { continue }; return MHD_Result.NO }
+                        offset += n
+                    }
+                }
+                return MHD_Result.YES
+            }
+            var body = RequestBody.none
+            switch prepared.bodyPlan {
+            case .discard: break
+            case .buffer: body = .bytes(exchange.buffer); exchange.buffer = []
+            case .spool:
+                guard let spool = exchange.spool else { return MHD_Result.NO }
+                fsync(spool.fd)
+                close(spool.fd)
+                exchange.spool = nil
+                body = .file(path: spool.path, size: Int(exchange.received))
+            }
+            return run(prepared, body: body, mayWait: true, exchange, connection)
+        case .waiting(let prepared):
+            return run(prepared, body: .none, mayWait: false, exchange, connection)
+        case .done:
+            size.pointee = 0
+            return MHD_Result.YES
+        }
+    }
+
+    private func run(_ prepared: RelayService.Prepared, body: RequestBody, mayWait: Bool, _ exchange: Exchange,
+                     _ connection: OpaquePointer) -> MHD_Result {
+        switch service.handle(prepared, body: body, mayWait: mayWait) {
+        case .respond(let response):
+            return respond(response, exchange, connection)
+        case .wait(let owner, let generation, let deadline):
+            exchange.phase = .waiting(prepared)
+            MHD_suspend_connection(connection)
+            let handle = ConnectionHandle(pointer: connection)
+            if !service.hub.wait(owner: owner, generation: generation, deadline: deadline, resume: {
+                MHD_resume_connection(handle.pointer)
+            }) {
+                // A push landed between the query and the registration: query again now.
+                MHD_resume_connection(connection)
+            }
+            return MHD_Result.YES
+        }
+    }
+
+    private func respond(_ response: HTTPResponse, _ exchange: Exchange, _ connection: OpaquePointer) -> MHD_Result {
+        exchange.phase = .done
+        var response = response
+        var mhd: OpaquePointer?
+        switch response.body {
+        case .empty:
+            mhd = MHD_create_response_from_buffer(0, nil, MHD_ResponseMemoryMode(rawValue: 0)!)
+        case .bytes(let bytes):
+            mhd = bytes.withUnsafeBytes {
+                MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: $0.baseAddress), MHD_ResponseMemoryMode(rawValue: 2)!)
+            }
+        case .file(let path, let size):
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            if fd >= 0 {
+                mhd = MHD_create_response_from_fd64(UInt64(size), fd)
+                if mhd == nil { close(fd) }
+            } else {
+                response = RelayError.missing(what: "the blob").response
+                if case .bytes(let bytes) = response.body {
+                    mhd = bytes.withUnsafeBytes {
+                        MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: $0.baseAddress), MHD_ResponseMemoryMode(rawValue: 2)!)
+                    }
+                }
+            }
+        }
+        guard let mhd else { return MHD_Result.NO }
+        for (name, value) in response.headers { MHD_add_response_header(mhd, name, value) }
+        exchange.status = response.status
+        let result = MHD_queue_response(connection, UInt32(response.status), mhd)
+        MHD_destroy_response(mhd)
+        return result
+    }
+
+    private func completed(_ exchange: Exchange) {
+        if let spool = exchange.spool {
+            close(spool.fd)
+            unlink(spool.path)
+        }
+        let elapsed = ContinuousClock.now - exchange.started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        if exchange.status != 0 {
+            service.metrics.record(route: exchange.route, status: exchange.status, seconds: seconds)
+            service.logger.debug("\(exchange.method) \(exchange.route) \(exchange.status)",
+                                 ["route": exchange.route, "status": String(exchange.status)])
+        }
+    }
+
+    private func header(_ connection: OpaquePointer, _ name: String) -> String? {
+        MHD_lookup_connection_value(connection, MHD_ValueKind.HEADER_KIND, name).map { String(cString: $0) }
+    }
+
+    private func remoteAddress(_ connection: OpaquePointer) -> String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        ferry_mhd_client_address(connection, &buffer, buffer.count)
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

@@ -1,0 +1,81 @@
+import FerryJSON
+import FerrySync
+
+extension RelayService {
+    /// `POST /v1/owners/{owner}/events`.
+    func push(_ owner: OwnerID, body: RequestBody) throws(RelayError) -> HTTPResponse {
+        let strings = try PushRequest.parse(body.bytes, maxBytes: configuration.maxBodyBytes)
+        var results: [JSONValue] = Array(repeating: .null, count: strings.count)
+        var incoming: [IncomingEvent] = []
+        var incomingIndex: [Int] = []
+        for (i, text) in strings.enumerated() {
+            guard let bytes = Base64.decode(text.utf8) else {
+                results[i] = ["status": "rejected", "reason": "not base64 (standard alphabet, padded)"]
+                continue
+            }
+            let envelope: Envelope
+            do { envelope = try Envelope.decode(bytes) } catch {
+                results[i] = ["status": "rejected", "reason": .string("not an envelope: \(error)")]
+                continue
+            }
+            let eventID = JSONValue.string(envelope.header.event.description)
+            guard envelope.header.owner == owner else {
+                results[i] = ["event": eventID, "status": "rejected",
+                              "reason": .string("the envelope belongs to owner \(envelope.header.owner), not \(owner)")]
+                continue
+            }
+            results[i] = ["event": eventID, "status": "accepted"]
+            incoming.append(IncomingEvent(header: envelope.header, bytes: bytes))
+            incomingIndex.append(i)
+        }
+        if !incoming.isEmpty {
+            let outcomes: [PushOutcome]
+            do {
+                outcomes = try storage.push(owner, events: incoming, quotaBytes: configuration.defaultQuotaBytes, now: now())
+            } catch {
+                throw storageFailure(error)
+            }
+            for (k, outcome) in outcomes.enumerated() {
+                let i = incomingIndex[k]
+                let event = JSONValue.string(incoming[k].event.description)
+                switch outcome {
+                case .stored: results[i] = ["event": event, "status": "accepted"]
+                case .superseded: results[i] = ["event": event, "status": "accepted", "reason": "superseded by a newer version of its stream"]
+                case .duplicate: results[i] = ["event": event, "status": "duplicate"]
+                }
+            }
+            if outcomes.contains(.stored) { hub.notify(owner) }
+            let stored = outcomes.filter { $0 == .stored }.count
+            logger.debug("push", ["owner": owner.description, "events": String(strings.count), "stored": String(stored)])
+        }
+        return .json(200, ["results": .array(results)])
+    }
+
+    /// `GET /v1/owners/{owner}/events`.
+    func pull(_ owner: OwnerID, query: [String: String], mayWait: Bool) throws(RelayError) -> Outcome {
+        let params = try PullParameters.parse(query, maxWait: configuration.maxWaitSeconds)
+        let generation = hub.generation(owner)
+        let page: EventPage
+        do {
+            page = try storage.pull(owner, after: params.after, limit: params.limit, maxBytes: RelayConfiguration.maxPageBytes)
+        } catch {
+            throw storageFailure(error)
+        }
+        if page.events.isEmpty, params.waitSeconds > 0, mayWait {
+            return .wait(owner: owner, generation: generation, deadline: .now + .seconds(params.waitSeconds))
+        }
+        return .respond(.json(200, [
+            "events": .array(page.events.map { .string(Base64.encode($0)) }),
+            "cursor": .string(page.cursor.description),
+            "more": .bool(page.more),
+        ]))
+    }
+}
+
+extension RequestBody {
+    /// The in-memory bytes (empty for other bodies).
+    var bytes: [UInt8] {
+        if case .bytes(let b) = self { return b }
+        return []
+    }
+}

@@ -1,0 +1,185 @@
+import FerryCrypto
+import FerryJSON
+import FerrySync
+import Foundation
+
+/// The relay's request handling without sockets: resolves a request head to an endpoint,
+/// authenticates it, says how to collect its body, and answers it. `MicroHTTPDServer` drives it;
+/// tests call it directly.
+///
+/// Its seams come in at init: storage, clock (milliseconds), randomness.
+public final class RelayService: Sendable {
+    public let configuration: RelayConfiguration
+    public let storage: any RelayStorage
+    public let hub: LongPollHub
+    public let metrics: RelayMetrics
+    public let blobs: BlobFiles
+    public let logger: RelayLogger
+    let now: @Sendable () -> Int64
+    let random: @Sendable (Int) -> [UInt8]
+    let pairingFailures: FailureRateLimiter
+
+    public init(configuration: RelayConfiguration, storage: any RelayStorage, blobs: BlobFiles, logger: RelayLogger,
+                hub: LongPollHub = LongPollHub(), metrics: RelayMetrics = RelayMetrics(),
+                now: @escaping @Sendable () -> Int64 = RelayService.systemMillis,
+                random: @escaping @Sendable (Int) -> [UInt8] = { SecureRandom.bytes($0) }) {
+        self.configuration = configuration
+        self.storage = storage
+        self.blobs = blobs
+        self.logger = logger
+        self.hub = hub
+        self.metrics = metrics
+        self.now = now
+        self.random = random
+        pairingFailures = FailureRateLimiter(now: now)
+    }
+
+    /// Wall-clock milliseconds since the epoch.
+    public static let systemMillis: @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+
+    /// How the glue collects a body.
+    public enum BodyPlan: Sendable, Equatable {
+        /// Read and drop whatever comes.
+        case discard
+        /// Keep up to `limit` bytes in memory; more is a 413.
+        case buffer(limit: Int)
+        /// Write up to `limit` bytes to a temporary blob file; more is a 413.
+        case spool(limit: Int64)
+    }
+
+    /// A request that passed routing and authentication.
+    public struct Prepared: Sendable {
+        public var endpoint: Endpoint
+        public var query: [String: String]
+        public var head: HTTPRequestHead
+        public var tokenID: String?
+        public var bodyPlan: BodyPlan
+    }
+
+    /// The answer to a request: a response, or a wait for a push (long-poll).
+    public enum Outcome: Sendable {
+        case respond(HTTPResponse)
+        /// Park until a push to `owner` moves it past `generation`, or until `deadline`; then
+        /// call `handle` again with `mayWait: false`.
+        case wait(owner: OwnerID, generation: UInt64, deadline: ContinuousClock.Instant)
+    }
+
+    /// Routes and authenticates `head`.
+    /// - Returns: the prepared request, or the error that answers it (404, 405, 401, 403, 413...).
+    public func prepare(_ head: HTTPRequestHead) -> Result<Prepared, RelayError> {
+        do throws(RelayError) {
+            let target: RequestTarget
+            do { target = try RequestTarget.parse(head.target) } catch {
+                switch error {
+                case .tooLong(let n): throw .uriTooLong(n)
+                case .notAbsolutePath: throw .badRequest(code: "bad_request", message: "the request target must be an absolute path")
+                case .malformedQuery(let why): throw .badRequest(code: "bad_query", message: "malformed query: \(why)")
+                }
+            }
+            let endpoint = try Router.resolve(method: head.method, path: target.path)
+            var tokenID: String?
+            if let right = endpoint.right, let owner = endpoint.owner {
+                tokenID = try authorize(head.authorization, owner: owner, right: right)
+            }
+            let plan: BodyPlan
+            switch endpoint {
+            case .pushEvents, .pair:
+                plan = .buffer(limit: endpoint == .pair ? 4096 : configuration.maxBodyBytes)
+            case .putBlob:
+                plan = .spool(limit: configuration.maxBlobBytes)
+            default:
+                plan = .discard
+            }
+            switch plan {
+            case .buffer(let limit) where (head.contentLength ?? 0) > limit:
+                throw .tooLarge("the body is \(head.contentLength!) bytes; the limit is \(limit)")
+            case .spool(let limit) where Int64(head.contentLength ?? 0) > limit:
+                throw .tooLarge("the blob is \(head.contentLength!) bytes; the limit is \(limit)")
+            default: break
+            }
+            return .success(Prepared(endpoint: endpoint, query: target.query, head: head, tokenID: tokenID, bodyPlan: plan))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// The metrics label of the endpoint `head` addresses, or "unrouted".
+    public func routeName(_ head: HTTPRequestHead) -> String {
+        guard let target = try? RequestTarget.parse(head.target),
+              let endpoint = try? Router.resolve(method: head.method, path: target.path) else { return "unrouted" }
+        return endpoint.name
+    }
+
+    /// Checks the bearer token's right on `owner`: the one place rights are enforced.
+    /// - Returns: the token's id.
+    func authorize(_ header: String?, owner: OwnerID, right: Right) throws(RelayError) -> String {
+        guard header != nil else { throw .unauthorized("send Authorization: Bearer <token> (ferry-relay admin create-owner prints one; pairing gives more)") }
+        guard let token = AccessToken(authorization: header) else {
+            throw .unauthorized("the Authorization header is not Bearer fr1_... with a well-formed token")
+        }
+        let grant: Authenticated?
+        do { grant = try storage.authenticate(tokenHash: token.hash, now: now()) } catch {
+            throw storageFailure(error)
+        }
+        guard let grant else { throw .unauthorized("the token is unknown or revoked; pair the device again") }
+        guard let role = grant.grants[owner] else {
+            throw .forbidden("this token belongs to another owner")
+        }
+        guard role.allows(right) else {
+            throw .forbidden("this token's role (\(role.rawValue)) lacks the \(right.rawValue) right")
+        }
+        return grant.tokenID
+    }
+
+    /// Answers a prepared request with its collected body.
+    /// - Parameter mayWait: false once a long-poll has waited (or cannot): answer with what is there.
+    public func handle(_ request: Prepared, body: RequestBody, mayWait: Bool = true) -> Outcome {
+        do throws(RelayError) {
+            switch request.endpoint {
+            case .health: return .respond(.text(200, "ok\n"))
+            case .metrics:
+                let events = try? storage.totalEvents()
+                return .respond(.text(200, metrics.render(eventsStored: events, longPollers: hub.waitingCount),
+                                      contentType: "text/plain; version=0.0.4; charset=utf-8"))
+            case .pair: return .respond(try pair(body: body, remote: request.head.remoteAddress))
+            case .ownerInfo(let owner): return .respond(try ownerInfo(owner))
+            case .deleteOwner(let owner): return .respond(try deleteOwner(owner))
+            case .pushEvents(let owner): return .respond(try push(owner, body: body))
+            case .pullEvents(let owner): return try pull(owner, query: request.query, mayWait: mayWait)
+            case .putBlob(let owner, let key): return .respond(try putBlob(owner, key: key, body: body))
+            case .getBlob(let owner, let key), .headBlob(let owner, let key): return .respond(try getBlob(owner, key: key))
+            case .createPairingCode(let owner): return .respond(try createPairingCode(owner))
+            case .listTokens(let owner): return .respond(try listTokens(owner))
+            case .revokeToken(let owner, let id): return .respond(try revokeToken(owner, id: id))
+            }
+        } catch {
+            if case .file(let path, _) = body { unlink(path) }
+            return .respond(error.response)
+        }
+    }
+
+    /// Maps a storage failure to the wire, logging what the wire does not show.
+    func storageFailure(_ error: RelayStorageError) -> RelayError {
+        switch error {
+        case .unknownOwner: return .missing(what: "the owner")
+        case .quotaExceeded(let q, let u, let n): return .quotaExceeded(quotaBytes: q, usedBytes: u, neededBytes: n)
+        case .database(let context, let message):
+            logger.error("storage failed while \(context): \(message)")
+            return .storage("\(context): \(message)")
+        }
+    }
+
+    /// Drops tombstones older than the retention; returns how many.
+    @discardableResult
+    public func sweepTombstones() -> Int {
+        let cutoff = now() - Int64(configuration.tombstoneRetentionDays * 86_400_000)
+        do {
+            let n = try storage.dropTombstones(storedBefore: cutoff)
+            if n > 0 { logger.info("dropped \(n) tombstone(s) past the retention", ["tombstones": String(n)]) }
+            return n
+        } catch {
+            logger.error("dropping tombstones failed: \(error)")
+            return 0
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import FerrySQLite
+
+/// The relay's SQLite schema as numbered migrations, applied in order and recorded in
+/// `PRAGMA user_version`.
+enum RelaySchema {
+    static let migrations: [String] = [
+        // 1: owners, tokens and grants, events, blobs, pairing codes.
+        """
+        CREATE TABLE owners (
+            owner BLOB PRIMARY KEY,
+            quota_bytes INTEGER,
+            next_seq INTEGER NOT NULL DEFAULT 1,
+            events INTEGER NOT NULL DEFAULT 0,
+            event_bytes INTEGER NOT NULL DEFAULT 0,
+            blobs INTEGER NOT NULL DEFAULT 0,
+            blob_bytes INTEGER NOT NULL DEFAULT 0,
+            last_push_at INTEGER,
+            created_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE tokens (
+            id TEXT PRIMARY KEY,
+            hash BLOB NOT NULL UNIQUE,
+            device TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            last_used_at INTEGER,
+            revoked_at INTEGER
+        );
+        -- What each token may do on which owner: one row per (token, owner), so member roles
+        -- (editor, viewer) and tokens spanning owners fit without a schema change.
+        CREATE TABLE grants (
+            token_id TEXT NOT NULL REFERENCES tokens(id),
+            owner BLOB NOT NULL REFERENCES owners(owner),
+            role TEXT NOT NULL CHECK (role IN ('owner', 'editor', 'viewer')),
+            PRIMARY KEY (token_id, owner)
+        ) WITHOUT ROWID;
+        CREATE INDEX grants_by_owner ON grants(owner);
+        -- The current version of each stream; seq grows per owner and is never reused.
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY,
+            owner BLOB NOT NULL,
+            seq INTEGER NOT NULL,
+            event BLOB NOT NULL,
+            stream BLOB NOT NULL,
+            stamp BLOB NOT NULL,
+            deleted INTEGER NOT NULL,
+            stored_at INTEGER NOT NULL,
+            data BLOB NOT NULL,
+            UNIQUE (owner, seq),
+            UNIQUE (owner, stream),
+            UNIQUE (owner, event)
+        );
+        CREATE INDEX events_tombstones ON events(stored_at) WHERE deleted = 1;
+        CREATE TABLE blobs (
+            owner BLOB NOT NULL,
+            key TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (owner, key)
+        ) WITHOUT ROWID;
+        CREATE TABLE pairing_codes (
+            hash BLOB PRIMARY KEY,
+            owner BLOB NOT NULL REFERENCES owners(owner),
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            used_at INTEGER
+        ) WITHOUT ROWID;
+        """,
+    ]
+
+    /// Brings `db` to the latest version.
+    static func migrate(_ db: Database) throws {
+        try db.execute("PRAGMA journal_mode=WAL")
+        let current = Int(try db.scalarInt("PRAGMA user_version") ?? 0)
+        guard current < migrations.count else { return }
+        try db.transaction {
+            for (index, sql) in migrations.enumerated() where index >= current {
+                try db.execute(sql)
+            }
+            try db.execute("PRAGMA user_version = \(migrations.count)")
+        }
+    }
+}

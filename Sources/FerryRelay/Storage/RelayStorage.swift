@@ -1,0 +1,151 @@
+import FerrySync
+
+/// The relay's persistent state: owners, grants and tokens, events with their compaction, blob
+/// metadata and pairing codes. `SQLiteRelayStorage` implements it today; a PostgreSQL backend
+/// implements the same protocol later.
+///
+/// Every method is synchronous, thread-safe and atomic: it either does all it says or throws
+/// and changes nothing. Times are milliseconds since the epoch, passed in by the caller (the
+/// clock is the service's seam).
+public protocol RelayStorage: Sendable {
+    // Owners
+    /// Creates `owner` with an optional quota override; no-op when it exists (quota unchanged).
+    func createOwner(_ owner: OwnerID, quotaBytes: Int64?, now: Int64) throws(RelayStorageError)
+    /// Sets (or with nil clears) the owner's quota override.
+    /// - Throws: `.unknownOwner`.
+    func setQuota(_ owner: OwnerID, quotaBytes: Int64?) throws(RelayStorageError)
+    /// Usage counters and the quota override; nil for an unknown owner.
+    func usage(_ owner: OwnerID) throws(RelayStorageError) -> OwnerUsage?
+    /// Deletes the owner's events and blob records (keeping the owner, its tokens and its
+    /// sequence), and returns the blob keys whose files the caller removes.
+    func deleteOwnerData(_ owner: OwnerID) throws(RelayStorageError) -> [String]
+    /// Events stored over all owners (for metrics).
+    func totalEvents() throws(RelayStorageError) -> Int64
+
+    // Tokens
+    /// Stores a new token for `owner` with `role`.
+    /// - Throws: `.unknownOwner`.
+    func addToken(_ token: NewToken, now: Int64) throws(RelayStorageError)
+    /// The grants of the token with SHA-256 `hash`, or nil for an unknown or revoked token.
+    /// Records the use (at most once a minute per token).
+    func authenticate(tokenHash: [UInt8], now: Int64) throws(RelayStorageError) -> Authenticated?
+    /// The live tokens granted on `owner`.
+    func tokens(of owner: OwnerID) throws(RelayStorageError) -> [TokenInfo]
+    /// Revokes token `id` on `owner`; false when no such live token.
+    func revokeToken(_ id: String, owner: OwnerID, now: Int64) throws(RelayStorageError) -> Bool
+
+    // Pairing
+    /// Stores a pairing code (its hash) for `owner`.
+    func addPairingCode(hash: [UInt8], owner: OwnerID, expiresAt: Int64, now: Int64) throws(RelayStorageError)
+    /// Uses the code with `hash` and makes `token` for its owner in one transaction; nil when the
+    /// code is unknown, used or expired (nothing changes then).
+    func redeemPairingCode(hash: [UInt8], token: NewToken, now: Int64) throws(RelayStorageError) -> OwnerID?
+
+    // Events
+    /// Stores a batch in one transaction (see `PushOutcome` for each event's fate).
+    /// - Throws: `.quotaExceeded` (nothing stored), `.unknownOwner`.
+    func push(_ owner: OwnerID, events: [IncomingEvent], quotaBytes defaultQuota: Int64, now: Int64) throws(RelayStorageError) -> [PushOutcome]
+    /// Up to `limit` events after `cursor` in sequence order, and at most about `maxBytes`
+    /// (always at least one event when there is one).
+    func pull(_ owner: OwnerID, after cursor: Cursor, limit: Int, maxBytes: Int) throws(RelayStorageError) -> EventPage
+    /// Drops tombstones stored before `storedBefore`; returns how many.
+    func dropTombstones(storedBefore: Int64) throws(RelayStorageError) -> Int
+
+    // Blobs (the bytes are files the service manages; the storage counts them)
+    /// The size of blob `key` of `owner`, or nil.
+    func blobSize(_ owner: OwnerID, key: String) throws(RelayStorageError) -> Int64?
+    /// Records blob `key` of `size` bytes; false when it was already there.
+    /// - Throws: `.quotaExceeded` (nothing recorded).
+    func addBlob(_ owner: OwnerID, key: String, size: Int64, quotaBytes defaultQuota: Int64, now: Int64) throws(RelayStorageError) -> Bool
+}
+
+/// A token to store: its id, hash, owner, role and device name.
+public struct NewToken: Sendable, Equatable {
+    public var id: String
+    public var hash: [UInt8]
+    public var owner: OwnerID
+    public var role: Role
+    public var device: String
+    public init(id: String, hash: [UInt8], owner: OwnerID, role: Role, device: String) {
+        self.id = id; self.hash = hash; self.owner = owner; self.role = role; self.device = device
+    }
+}
+
+/// An authenticated token: its id and what it may do on which owner.
+public struct Authenticated: Sendable, Equatable {
+    public var tokenID: String
+    public var grants: [OwnerID: Role]
+    public init(tokenID: String, grants: [OwnerID: Role]) { self.tokenID = tokenID; self.grants = grants }
+}
+
+/// A token as listed.
+public struct TokenInfo: Sendable, Equatable {
+    public var id: String
+    public var device: String
+    public var role: Role
+    public var createdAt: Int64
+    public var lastUsedAt: Int64?
+}
+
+/// An owner's counters.
+public struct OwnerUsage: Sendable, Equatable {
+    public var events: Int64
+    public var eventBytes: Int64
+    public var blobs: Int64
+    public var blobBytes: Int64
+    /// The per-owner override, if any.
+    public var quotaOverride: Int64?
+    public var lastPushAt: Int64?
+    public var usedBytes: Int64 { eventBytes + blobBytes }
+}
+
+/// One decoded event of a push, with the fields compaction needs.
+public struct IncomingEvent: Sendable, Equatable {
+    public var event: EventID
+    public var stream: StreamID
+    public var stampKey: [UInt8]
+    public var deleted: Bool
+    public var bytes: [UInt8]
+
+    /// From a decoded envelope and its binary form.
+    public init(header: EnvelopeHeader, bytes: [UInt8]) {
+        event = header.event
+        stream = header.stream
+        stampKey = StampKey.make(header.stamp)
+        deleted = header.deleted
+        self.bytes = bytes
+    }
+}
+
+/// What became of one pushed event.
+public enum PushOutcome: Sendable, Equatable {
+    /// Stored as the stream's current version.
+    case stored
+    /// Already there (same event id).
+    case duplicate
+    /// Older than the stream's current version: acknowledged, not kept.
+    case superseded
+}
+
+/// One page of a pull.
+public struct EventPage: Sendable, Equatable {
+    public var events: [[UInt8]]
+    public var cursor: Cursor
+    public var more: Bool
+}
+
+/// Why storage failed.
+public enum RelayStorageError: Error, Sendable, Equatable, CustomStringConvertible {
+    case unknownOwner(OwnerID)
+    case quotaExceeded(quotaBytes: Int64, usedBytes: Int64, neededBytes: Int64)
+    /// The database failed; `context` names the operation.
+    case database(context: String, message: String)
+
+    public var description: String {
+        switch self {
+        case .unknownOwner(let o): "unknown owner \(o)"
+        case .quotaExceeded(let q, let u, let n): "quota of \(q) bytes exceeded (\(u) used, \(n) needed)"
+        case .database(let context, let message): "\(context): \(message)"
+        }
+    }
+}

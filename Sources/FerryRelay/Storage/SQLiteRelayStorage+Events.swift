@@ -1,0 +1,146 @@
+import FerrySQLite
+import FerrySync
+
+extension SQLiteRelayStorage {
+    public func push(_ owner: OwnerID, events: [IncomingEvent], quotaBytes defaultQuota: Int64, now: Int64) throws(RelayStorageError) -> [PushOutcome] {
+        try locked("storing events", write: true) {
+            guard let before = try usageUnlocked(owner) else { throw RelayStorageError.unknownOwner(owner) }
+            let ownerBytes = owner.bytes
+            let seqQuery = try db.cached("SELECT next_seq FROM owners WHERE owner = ?")
+            seqQuery.bind(1, blob: ownerBytes)
+            guard try seqQuery.step() else { throw RelayStorageError.unknownOwner(owner) }
+            var nextSeq = seqQuery.int64(0)
+            seqQuery.resetKeepingBindings()
+
+            var outcomes: [PushOutcome] = []
+            var addedEvents: Int64 = 0, addedBytes: Int64 = 0
+            let byEvent = try db.cached("SELECT 1 FROM events WHERE owner = ? AND event = ?")
+            let byStream = try db.cached("SELECT id, stamp, length(data) FROM events WHERE owner = ? AND stream = ?")
+            let remove = try db.cached("DELETE FROM events WHERE id = ?")
+            let insert = try db.cached("""
+                INSERT INTO events(owner, seq, event, stream, stamp, deleted, stored_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            for e in events {
+                byEvent.bind(1, blob: ownerBytes); byEvent.bind(2, blob: e.event.bytes)
+                let known = try byEvent.step()
+                byEvent.resetKeepingBindings()
+                if known { outcomes.append(.duplicate); continue }
+
+                byStream.bind(1, blob: ownerBytes); byStream.bind(2, blob: e.stream.bytes)
+                if try byStream.step() {
+                    let id = byStream.int64(0)
+                    let stamp = byStream.bytes(1) ?? []
+                    let size = byStream.int64(2)
+                    byStream.resetKeepingBindings()
+                    if !stamp.lexicographicallyPrecedes(e.stampKey) {
+                        // Same stamp: the same version under another event id; either way the
+                        // stored one stays current.
+                        outcomes.append(stamp == e.stampKey ? .duplicate : .superseded)
+                        continue
+                    }
+                    remove.bind(1, id)
+                    try remove.run()
+                    addedEvents -= 1; addedBytes -= size
+                } else {
+                    byStream.resetKeepingBindings()
+                }
+                insert.bind(1, blob: ownerBytes); insert.bind(2, nextSeq); insert.bind(3, blob: e.event.bytes)
+                insert.bind(4, blob: e.stream.bytes); insert.bind(5, blob: e.stampKey); insert.bind(6, e.deleted)
+                insert.bind(7, now); insert.bind(8, blob: e.bytes)
+                try insert.run()
+                nextSeq += 1
+                addedEvents += 1; addedBytes += Int64(e.bytes.count)
+                outcomes.append(.stored)
+            }
+            let quota = before.quotaOverride ?? defaultQuota
+            if addedBytes > 0, before.usedBytes + addedBytes > quota {
+                throw RelayStorageError.quotaExceeded(quotaBytes: quota, usedBytes: before.usedBytes, neededBytes: addedBytes)
+            }
+            let update = try db.cached("""
+                UPDATE owners SET next_seq = ?, events = events + ?, event_bytes = event_bytes + ?, last_push_at = ? WHERE owner = ?
+                """)
+            update.bind(1, nextSeq); update.bind(2, addedEvents); update.bind(3, addedBytes); update.bind(4, now)
+            update.bind(5, blob: ownerBytes)
+            try update.run()
+            return outcomes
+        }
+    }
+
+    public func pull(_ owner: OwnerID, after cursor: Cursor, limit: Int, maxBytes: Int) throws(RelayStorageError) -> EventPage {
+        try locked("reading events") {
+            let s = try db.cached("SELECT seq, data FROM events WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?")
+            s.bind(1, blob: owner.bytes); s.bind(2, cursor.sequence); s.bind(3, limit + 1)
+            defer { s.resetKeepingBindings() }
+            var events: [[UInt8]] = []
+            var last = cursor
+            var bytes = 0
+            var more = false
+            while try s.step() {
+                let data = s.bytes(1) ?? []
+                if events.count == limit || (!events.isEmpty && bytes + data.count > maxBytes) {
+                    more = true
+                    break
+                }
+                events.append(data)
+                bytes += data.count
+                last = Cursor(s.int64(0))
+            }
+            return EventPage(events: events, cursor: last, more: more)
+        }
+    }
+
+    public func dropTombstones(storedBefore: Int64) throws(RelayStorageError) -> Int {
+        try locked("dropping tombstones", write: true) {
+            let s = try db.cached("""
+                DELETE FROM events WHERE deleted = 1 AND stored_at < ? RETURNING owner, length(data)
+                """)
+            s.bind(1, storedBefore)
+            var freed: [[UInt8]: (count: Int64, bytes: Int64)] = [:]
+            var total = 0
+            while try s.step() {
+                let owner = s.bytes(0) ?? []
+                freed[owner, default: (0, 0)].count += 1
+                freed[owner, default: (0, 0)].bytes += s.int64(1)
+                total += 1
+            }
+            s.resetKeepingBindings()
+            let u = try db.cached("UPDATE owners SET events = events - ?, event_bytes = event_bytes - ? WHERE owner = ?")
+            for (owner, f) in freed {
+                u.bind(1, f.count); u.bind(2, f.bytes); u.bind(3, blob: owner)
+                try u.run()
+            }
+            return total
+        }
+    }
+
+    public func blobSize(_ owner: OwnerID, key: String) throws(RelayStorageError) -> Int64? {
+        try locked("reading a blob record") {
+            let s = try db.cached("SELECT size FROM blobs WHERE owner = ? AND key = ?")
+            s.bind(1, blob: owner.bytes); s.bind(2, key)
+            defer { s.resetKeepingBindings() }
+            return try s.step() ? s.int64(0) : nil
+        }
+    }
+
+    public func addBlob(_ owner: OwnerID, key: String, size: Int64, quotaBytes defaultQuota: Int64, now: Int64) throws(RelayStorageError) -> Bool {
+        try locked("recording a blob", write: true) {
+            guard let before = try usageUnlocked(owner) else { throw RelayStorageError.unknownOwner(owner) }
+            let exists = try db.cached("SELECT 1 FROM blobs WHERE owner = ? AND key = ?")
+            exists.bind(1, blob: owner.bytes); exists.bind(2, key)
+            let known = try exists.step()
+            exists.resetKeepingBindings()
+            if known { return false }
+            let quota = before.quotaOverride ?? defaultQuota
+            if before.usedBytes + size > quota {
+                throw RelayStorageError.quotaExceeded(quotaBytes: quota, usedBytes: before.usedBytes, neededBytes: size)
+            }
+            let s = try db.cached("INSERT INTO blobs(owner, key, size, created_at) VALUES (?, ?, ?, ?)")
+            s.bind(1, blob: owner.bytes); s.bind(2, key); s.bind(3, size); s.bind(4, now)
+            try s.run()
+            let u = try db.cached("UPDATE owners SET blobs = blobs + 1, blob_bytes = blob_bytes + ? WHERE owner = ?")
+            u.bind(1, size); u.bind(2, blob: owner.bytes)
+            try u.run()
+            return true
+        }
+    }
+}

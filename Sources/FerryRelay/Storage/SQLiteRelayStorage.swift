@@ -1,0 +1,94 @@
+import FerrySQLite
+import FerrySync
+import Foundation
+
+/// `RelayStorage` on one SQLite file (WAL, so `ferry-relay admin` can write while `serve` runs).
+///
+/// `@unchecked Sendable`: the one connection is used only while holding `lock`, so calls from
+/// the server's threads are serialized; that lock is the owner of the database state.
+/// A batch is one `BEGIN IMMEDIATE` transaction: a crash leaves all of it or none.
+public final class SQLiteRelayStorage: RelayStorage, @unchecked Sendable {
+    let lock = NSLock()
+    let db: Database
+    public let path: String
+
+    /// Opens (creating and migrating) the database at `path`.
+    /// - Parameter synchronous: `FULL` survives power loss, `NORMAL` a crash of the process.
+    /// - Throws: `RelayStorageError.database` when it cannot be opened or migrated.
+    public init(path: String, synchronous: String = "FULL") throws(RelayStorageError) {
+        self.path = path
+        do {
+            db = try Database(path: path)
+            try RelaySchema.migrate(db)
+            try db.execute("PRAGMA synchronous=\(synchronous == "NORMAL" ? "NORMAL" : "FULL"); PRAGMA foreign_keys=ON")
+        } catch {
+            throw .database(context: "opening \(path)", message: "\(error)")
+        }
+    }
+
+    /// Runs `body` holding the lock, in a transaction when `write`, mapping SQLite's errors.
+    func locked<T>(_ context: String, write: Bool = false, _ body: () throws -> T) throws(RelayStorageError) -> T {
+        lock.lock(); defer { lock.unlock() }
+        do {
+            return write ? try db.transaction { try body() } : try body()
+        } catch let error as RelayStorageError {
+            throw error
+        } catch {
+            throw .database(context: context, message: "\(error)")
+        }
+    }
+
+    // MARK: Owners
+
+    public func createOwner(_ owner: OwnerID, quotaBytes: Int64?, now: Int64) throws(RelayStorageError) {
+        try locked("creating owner", write: true) {
+            let s = try db.cached("INSERT INTO owners(owner, quota_bytes, created_at) VALUES (?, ?, ?) ON CONFLICT(owner) DO NOTHING")
+            s.bind(1, blob: owner.bytes); s.bind(2, quotaBytes); s.bind(3, now)
+            try s.run()
+        }
+    }
+
+    public func setQuota(_ owner: OwnerID, quotaBytes: Int64?) throws(RelayStorageError) {
+        try locked("setting quota", write: true) {
+            let s = try db.cached("UPDATE owners SET quota_bytes = ? WHERE owner = ?")
+            s.bind(1, quotaBytes); s.bind(2, blob: owner.bytes)
+            try s.run()
+            if db.changes == 0 { throw RelayStorageError.unknownOwner(owner) }
+        }
+    }
+
+    public func usage(_ owner: OwnerID) throws(RelayStorageError) -> OwnerUsage? {
+        try locked("reading usage") { try usageUnlocked(owner) }
+    }
+
+    func usageUnlocked(_ owner: OwnerID) throws -> OwnerUsage? {
+        let s = try db.cached("SELECT events, event_bytes, blobs, blob_bytes, quota_bytes, last_push_at FROM owners WHERE owner = ?")
+        s.bind(1, blob: owner.bytes)
+        defer { s.resetKeepingBindings() }
+        guard try s.step() else { return nil }
+        return OwnerUsage(events: s.int64(0), eventBytes: s.int64(1), blobs: s.int64(2), blobBytes: s.int64(3),
+                          quotaOverride: s.isNull(4) ? nil : s.int64(4), lastPushAt: s.isNull(5) ? nil : s.int64(5))
+    }
+
+    public func deleteOwnerData(_ owner: OwnerID) throws(RelayStorageError) -> [String] {
+        try locked("deleting owner data", write: true) {
+            guard try usageUnlocked(owner) != nil else { throw RelayStorageError.unknownOwner(owner) }
+            var keys: [String] = []
+            let list = try db.cached("SELECT key FROM blobs WHERE owner = ?")
+            list.bind(1, blob: owner.bytes)
+            while try list.step() { keys.append(list.text(0) ?? "") }
+            list.resetKeepingBindings()
+            for sql in ["DELETE FROM events WHERE owner = ?", "DELETE FROM blobs WHERE owner = ?",
+                        "UPDATE owners SET events = 0, event_bytes = 0, blobs = 0, blob_bytes = 0 WHERE owner = ?"] {
+                let s = try db.cached(sql)
+                s.bind(1, blob: owner.bytes)
+                try s.run()
+            }
+            return keys
+        }
+    }
+
+    public func totalEvents() throws(RelayStorageError) -> Int64 {
+        try locked("counting events") { try db.scalarInt("SELECT COALESCE(SUM(events), 0) FROM owners") ?? 0 }
+    }
+}

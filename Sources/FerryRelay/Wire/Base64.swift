@@ -1,0 +1,82 @@
+/// Base64 (RFC 4648): the standard alphabet with padding for envelopes in JSON, the URL alphabet
+/// without padding for tokens. Pure.
+public enum Base64 {
+    private static let standard = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    private static let url = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    private static func table(_ alphabet: [UInt8]) -> [UInt8] {
+        var t = [UInt8](repeating: 0xFF, count: 256)
+        for (i, c) in alphabet.enumerated() { t[Int(c)] = UInt8(i) }
+        return t
+    }
+    private static let standardValues = table(standard)
+    private static let urlValues = table(url)
+
+    /// Standard base64 with padding.
+    public static func encode(_ bytes: [UInt8]) -> String { encode(bytes, alphabet: standard, pad: true) }
+
+    /// URL-safe base64 without padding.
+    public static func encodeURL(_ bytes: [UInt8]) -> String { encode(bytes, alphabet: url, pad: false) }
+
+    /// Decodes padded standard base64; nil for a wrong length, a character outside the
+    /// alphabet, misplaced padding or non-zero padding bits.
+    public static func decode<S: Collection<UInt8>>(_ text: S) -> [UInt8]? {
+        guard text.count % 4 == 0 else { return nil }
+        var body = Array(text)
+        var pad = 0
+        while pad < 2, body.last == UInt8(ascii: "=") { body.removeLast(); pad += 1 }
+        guard body.count % 4 != 1 else { return nil }
+        if pad > 0, body.count % 4 != 4 - pad { return nil }
+        return decode(body, values: standardValues)
+    }
+
+    /// Decodes URL-safe base64 without padding; nil for anything else.
+    public static func decodeURL(_ text: String) -> [UInt8]? {
+        let body = Array(text.utf8)
+        guard body.count % 4 != 1 else { return nil }
+        return decode(body, values: urlValues)
+    }
+
+    private static func encode(_ bytes: [UInt8], alphabet: [UInt8], pad: Bool) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var i = 0
+        while i + 3 <= bytes.count {
+            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+            out.append(alphabet[Int(n >> 18 & 63)]); out.append(alphabet[Int(n >> 12 & 63)])
+            out.append(alphabet[Int(n >> 6 & 63)]); out.append(alphabet[Int(n & 63)])
+            i += 3
+        }
+        let rest = bytes.count - i
+        if rest > 0 {
+            var n = UInt32(bytes[i]) << 16
+            if rest == 2 { n |= UInt32(bytes[i + 1]) << 8 }
+            out.append(alphabet[Int(n >> 18 & 63)]); out.append(alphabet[Int(n >> 12 & 63)])
+            if rest == 2 { out.append(alphabet[Int(n >> 6 & 63)]) } else if pad { out.append(UInt8(ascii: "=")) }
+            if pad { out.append(UInt8(ascii: "=")) }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Unpadded groups: a 2- or 3-character tail carries 1 or 2 bytes, whose unused bits must
+    /// be zero (so each byte string has exactly one text form).
+    private static func decode(_ chars: [UInt8], values: [UInt8]) -> [UInt8]? {
+        var out: [UInt8] = []
+        out.reserveCapacity(chars.count * 3 / 4)
+        var acc: UInt32 = 0
+        var bits = 0
+        for c in chars {
+            let v = values[Int(c)]
+            guard v != 0xFF else { return nil }
+            acc = acc << 6 | UInt32(v)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: acc >> UInt32(bits)))
+                acc &= (1 << UInt32(bits)) - 1
+            }
+        }
+        guard acc == 0 else { return nil }
+        return out
+    }
+}

@@ -1,0 +1,87 @@
+import FerryRelay
+import FerrySync
+import Foundation
+
+/// `ferry-relay admin ...`: owners, tokens and quotas, straight on the state directory.
+enum AdminCommand {
+    static func run(_ arguments: [String], configuration: RelayConfiguration) throws {
+        guard let command = arguments.first else { throw UsageError(message: "admin needs a command") }
+        var rest = Array(arguments.dropFirst())
+        try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let storage = try SQLiteRelayStorage(path: configuration.databasePath)
+        let now = RelayService.systemMillis()
+        switch command {
+        case "create-owner":
+            let ownerText = try option("--owner", &rest)
+            let quota = try option("--quota", &rest, required: false).map { try bytes($0) }
+            let device = try option("--device", &rest, required: false) ?? "admin"
+            guard rest.isEmpty else { throw UsageError(message: "unexpected arguments: \(rest.joined(separator: " "))") }
+            let owner = try ownerID(ownerText)
+            guard DeviceName.isValidName(device) else { throw UsageError(message: "--device: 1 to 64 bytes, no control characters") }
+            try storage.createOwner(owner, quotaBytes: quota, now: now)
+            let token = AccessToken()
+            let id = TokenID.make()
+            try storage.addToken(NewToken(id: id, hash: token.hash, owner: owner, role: .owner, device: device), now: now)
+            print("owner: \(owner)")
+            print("token id: \(id)")
+            print("token: \(token.text)")
+            print("(the token is shown only now; keep it secret)")
+        case "tokens":
+            guard rest.count == 1 else { throw UsageError(message: "tokens takes an owner id") }
+            let owner = try ownerID(rest[0])
+            guard try storage.usage(owner) != nil else { throw UsageError(message: "no owner \(owner)") }
+            for t in try storage.tokens(of: owner) {
+                let last = t.lastUsedAt.map { iso($0) } ?? "never"
+                print("\(t.id)\t\(t.role.rawValue)\tcreated \(iso(t.createdAt))\tlast used \(last)\t\(t.device)")
+            }
+        case "revoke":
+            guard rest.count == 2 else { throw UsageError(message: "revoke takes an owner id and a token id") }
+            let owner = try ownerID(rest[0])
+            guard TokenID.isValid(rest[1]) else { throw UsageError(message: "a token id is 16 lowercase hex digits") }
+            guard try storage.revokeToken(rest[1], owner: owner, now: now) else {
+                throw UsageError(message: "no live token \(rest[1]) on owner \(owner)")
+            }
+            print("revoked \(rest[1])")
+        case "set-quota":
+            guard rest.count == 2 else { throw UsageError(message: "set-quota takes an owner id and a number of bytes (or default)") }
+            let owner = try ownerID(rest[0])
+            let quota = rest[1] == "default" ? nil : try bytes(rest[1])
+            try storage.setQuota(owner, quotaBytes: quota)
+            print("quota of \(owner): \(quota.map(String.init) ?? "default (\(configuration.defaultQuotaBytes))")")
+        default:
+            throw UsageError(message: "unknown admin command \(command)")
+        }
+    }
+
+    static func option(_ name: String, _ args: inout [String], required: Bool = true) throws -> String? {
+        guard let i = args.firstIndex(of: name) else {
+            if required { throw UsageError(message: "\(name) is required") }
+            return nil
+        }
+        guard i + 1 < args.count else { throw UsageError(message: "\(name) needs a value") }
+        let value = args[i + 1]
+        args.removeSubrange(i...(i + 1))
+        return value
+    }
+
+    static func option(_ name: String, _ args: inout [String]) throws -> String {
+        try option(name, &args, required: true)!
+    }
+
+    static func ownerID(_ text: String) throws -> OwnerID {
+        guard text.utf8.count == 32, text == text.lowercased(), let id = OwnerID(hex: text) else {
+            throw UsageError(message: "an owner id is 32 lowercase hex digits")
+        }
+        return id
+    }
+
+    static func bytes(_ text: String) throws -> Int64 {
+        guard let n = Int64(text), n >= 0 else { throw UsageError(message: "expected a number of bytes, got \(text)") }
+        return n
+    }
+
+    static func iso(_ millis: Int64) -> String {
+        ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(millis) / 1000))
+    }
+}

@@ -1,0 +1,61 @@
+// ferry-relay: the HTTP relay server. `serve` runs it; `admin` manages owners and tokens in the
+// same state directory (safe while serve runs: SQLite in WAL mode).
+import FerryRelay
+import Foundation
+
+let usage = """
+    usage: ferry-relay serve [--config FILE]
+           ferry-relay admin [--config FILE] create-owner --owner HEX [--quota BYTES] [--device NAME]
+           ferry-relay admin [--config FILE] tokens OWNER
+           ferry-relay admin [--config FILE] revoke OWNER TOKEN_ID
+           ferry-relay admin [--config FILE] set-quota OWNER BYTES|default
+    The default config file is /etc/ferry-relay/ferry-relay.conf when it exists.
+    """
+
+/// A command-line mistake: the message and the usage go to stderr, exit status 2.
+struct UsageError: Error { let message: String }
+
+func fail(_ message: String, status: Int32) -> Never {
+    FileHandle.standardError.write(Data(("ferry-relay: " + message + "\n").utf8))
+    exit(status)
+}
+
+/// Splits `--config FILE` out of the arguments and loads the configuration.
+func loadConfiguration(_ arguments: inout [String]) -> RelayConfiguration {
+    var configuration = RelayConfiguration()
+    var path: String?
+    if let i = arguments.firstIndex(of: "--config") {
+        guard i + 1 < arguments.count else { fail("--config needs a file\n" + usage, status: 2) }
+        path = arguments[i + 1]
+        arguments.removeSubrange(i...(i + 1))
+    } else if FileManager.default.fileExists(atPath: "/etc/ferry-relay/ferry-relay.conf") {
+        path = "/etc/ferry-relay/ferry-relay.conf"
+    }
+    if let path {
+        do { try configuration.load(file: path) } catch { fail(error.description, status: 2) }
+    }
+    return configuration
+}
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+switch arguments.first {
+case "serve":
+    arguments.removeFirst()
+    let configuration = loadConfiguration(&arguments)
+    guard arguments.isEmpty else { fail("unexpected arguments: \(arguments.joined(separator: " "))\n" + usage, status: 2) }
+    ServeCommand.run(configuration)
+case "admin":
+    arguments.removeFirst()
+    let configuration = loadConfiguration(&arguments)
+    do {
+        try AdminCommand.run(arguments, configuration: configuration)
+    } catch let error as UsageError {
+        fail(error.message + "\n" + usage, status: 2)
+    } catch {
+        fail("\(error)", status: 1)
+    }
+case "--help", "-h", "help":
+    print(usage)
+default:
+    fail("expected a command\n" + usage, status: 2)
+}

@@ -1,0 +1,107 @@
+import FerryTestSupport
+import Foundation
+
+/// A real `ferry-relay serve` on 127.0.0.1 (a free port it picks) with a temporary state
+/// directory, plus the admin commands on the same state.
+final class RelayHarness: @unchecked Sendable {
+    // @unchecked: `process` and `port` change only in start/stop/crash, called by the owning test.
+    let root: String
+    let configPath: String
+    let logPath: String
+    private(set) var process: Process?
+    private(set) var port = 0
+
+    init(extraConfig: String = "") throws {
+        root = NSTemporaryDirectory() + "ferry-relay-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        configPath = root + "/ferry-relay.conf"
+        logPath = root + "/relay.log"
+        let config = "[Relay]\nListen=127.0.0.1:0\nStateDirectory=\(root)/state\nLogLevel=info\n" + extraConfig
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+    }
+
+    deinit {
+        if let process, process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// Starts serve and waits for its "listening on" line.
+    func start() throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: try BuiltExecutable.path("ferry-relay"))
+        p.arguments = ["serve", "--config", configPath]
+        var env = ProcessInfo.processInfo.environment
+        for k in ["NOTIFY_SOCKET", "JOURNAL_STREAM", "STATE_DIRECTORY"] { env.removeValue(forKey: k) }
+        p.environment = env
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        log.seekToEndOfFile()
+        p.standardError = log
+        p.standardOutput = log
+        let before = self.log.components(separatedBy: "listening on http://127.0.0.1:").count
+        try p.run()
+        process = p
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            let parts = self.log.components(separatedBy: "listening on http://127.0.0.1:")
+            if parts.count > before, let port = Int(parts.last!.prefix { $0.isNumber }) {
+                self.port = port
+                return
+            }
+            if !p.isRunning { throw HTTPTestClient.Failure(description: "ferry-relay exited at start: \(self.log)") }
+            usleep(20_000)
+        }
+        throw HTTPTestClient.Failure(description: "ferry-relay did not listen within 30 s: \(self.log)")
+    }
+
+    /// SIGTERM and wait; the exit status.
+    @discardableResult
+    func stop() -> Int32 {
+        guard let p = process else { return -1 }
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        process = nil
+        return p.terminationStatus
+    }
+
+    /// SIGKILL: no chance to clean up.
+    func crash() {
+        guard let p = process else { return }
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+        process = nil
+    }
+
+    /// Runs `ferry-relay admin ARGS` on this state; (status, output).
+    @discardableResult
+    func admin(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: try BuiltExecutable.path("ferry-relay"))
+        p.arguments = ["admin", "--config", configPath] + arguments
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    /// `admin create-owner`: the owner's first token.
+    func createOwner(_ owner: String, quota: Int? = nil) throws -> String {
+        var args = ["create-owner", "--owner", owner, "--device", "test"]
+        if let quota { args += ["--quota", String(quota)] }
+        let (status, output) = try admin(args)
+        guard status == 0, let line = output.split(separator: "\n").first(where: { $0.hasPrefix("token: ") }) else {
+            throw HTTPTestClient.Failure(description: "create-owner failed (\(status)): \(output)")
+        }
+        return String(line.dropFirst("token: ".count))
+    }
+
+    func call(_ method: String, _ target: String, token: String? = nil, body: [UInt8]? = nil,
+              headers: [String] = []) throws -> HTTPTestClient.Response {
+        try HTTPTestClient.call(port: port, method, target, token: token, body: body, headers: headers)
+    }
+}

@@ -1,0 +1,306 @@
+import FerryRelay
+import FerrySync
+import Foundation
+import Testing
+
+/// A real `ferry-relay serve` over HTTP on loopback. Serialized: several tests measure time.
+@Suite(.serialized) struct RelayProcessTests {
+    func hex(_ o: OwnerID) -> String { o.description }
+
+    func pushBody(_ envelopes: [Envelope]) -> [UInt8] {
+        Array(("{\"events\":[" + envelopes.map { "\"\(Base64.encode($0.encoded))\"" }.joined(separator: ",") + "]}").utf8)
+    }
+
+    func pushBody(strings: [String]) -> [UInt8] {
+        Array(("{\"events\":[" + strings.map { "\"\($0)\"" }.joined(separator: ",") + "]}").utf8)
+    }
+
+    func statuses(_ r: HTTPTestClient.Response) -> [String] {
+        (r.json["results"] as? [[String: Any]] ?? []).map { $0["status"] as? String ?? "?" }
+    }
+
+    func pulled(_ r: HTTPTestClient.Response) -> [[UInt8]] {
+        (r.json["events"] as? [String] ?? []).map { Base64.decode($0.utf8) ?? [] }
+    }
+
+    @Test func pushPullCursorsAndLongPoll() throws {
+        let relay = try RelayHarness()
+        try relay.start()
+        let owner = TestEnvelopes.owner()
+        let token = try relay.createOwner(hex(owner))
+        let base = "/v1/owners/\(hex(owner))"
+
+        // An owner with nothing yet: an empty page.
+        let empty = try relay.call("GET", base + "/events", token: token)
+        #expect(empty.status == 200 && pulled(empty).isEmpty && empty.json["more"] as? Bool == false)
+
+        let envelopes = (0..<3).map { TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 1000 + Int64($0)) }
+        let wrongOwner = TestEnvelopes.make(owner: TestEnvelopes.owner(), stream: TestEnvelopes.stream(), millis: 5)
+        let push = try relay.call("POST", base + "/events", token: token, body: pushBody(strings:
+            envelopes.map { Base64.encode($0.encoded) } + [Base64.encode(wrongOwner.encoded), "bm90IGFuIGVudmVsb3Bl", "%%%"]))
+        #expect(push.status == 200)
+        #expect(statuses(push) == ["accepted", "accepted", "accepted", "rejected", "rejected", "rejected"])
+        let results = push.json["results"] as? [[String: Any]] ?? []
+        #expect(results.first?["event"] as? String == envelopes[0].header.event.description)
+        let replay = try relay.call("POST", base + "/events", token: token, body: pushBody(Array(envelopes[0..<2])))
+        #expect(statuses(replay) == ["duplicate", "duplicate"])
+
+        let page1 = try relay.call("GET", base + "/events?limit=2", token: token)
+        #expect(pulled(page1) == envelopes[0..<2].map(\.encoded) && page1.json["more"] as? Bool == true)
+        let cursor = try #require(page1.json["cursor"] as? String)
+        let page2 = try relay.call("GET", base + "/events?after=\(cursor)&limit=2", token: token)
+        #expect(pulled(page2) == [envelopes[2].encoded] && page2.json["more"] as? Bool == false)
+        let end = try #require(page2.json["cursor"] as? String)
+
+        // A long-poll with nothing new times out to an empty page with the same cursor.
+        let t0 = Date()
+        let idle = try relay.call("GET", base + "/events?after=\(end)&wait=1", token: token)
+        let waited = Date().timeIntervalSince(t0)
+        #expect(idle.status == 200 && pulled(idle).isEmpty && idle.json["cursor"] as? String == end)
+        #expect(waited >= 0.9 && waited < 3, "waited \(waited) s")
+
+        // A push from another connection wakes a waiting pull at once.
+        let box = ResponseBox()
+        let thread = Thread {
+            box.set(Result { try HTTPTestClient.call(port: relay.port, "GET", base + "/events?after=\(end)&wait=20", token: token) })
+        }
+        thread.start()
+        Thread.sleep(forTimeInterval: 0.5)
+        let fresh = TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 9000)
+        let pushedAt = Date()
+        #expect(try relay.call("POST", base + "/events", token: token, body: pushBody([fresh])).status == 200)
+        let woke = try box.wait(seconds: 10)
+        let latency = box.doneAt!.timeIntervalSince(pushedAt)
+        #expect(pulled(woke) == [fresh.encoded])
+        #expect(latency < 0.5, "the waiting pull answered \(latency) s after the push")
+
+        let wait = try relay.call("GET", base + "/events?wait=31", token: token)
+        #expect(wait.status == 400 && wait.json["error"] as? String == "bad_wait")
+        let bad = try relay.call("GET", base + "/events?after=nope", token: token)
+        #expect(bad.status == 400 && bad.json["error"] as? String == "bad_cursor")
+
+        let metrics = try relay.call("GET", "/metrics")
+        #expect(metrics.status == 200)
+        #expect(metrics.text.contains("ferry_relay_requests_total{route=\"events_push\",status=\"200\"} 3"))
+        #expect(metrics.text.contains("ferry_relay_events_stored 4"))
+        #expect(metrics.text.contains("ferry_relay_long_pollers 0"))
+        #expect(metrics.text.contains("ferry_relay_request_duration_seconds_bucket{route=\"events_pull\""))
+        let health = try relay.call("GET", "/healthz")
+        #expect(health.status == 200 && health.text == "ok\n")
+        #expect(relay.stop() == 0)
+        #expect(!relay.log.contains(token))
+    }
+
+    @Test func compactionAndTombstoneRetention() throws {
+        // About 0.9 s of retention; the sweeper runs every second.
+        let relay = try RelayHarness(extraConfig: "TombstoneRetentionDays=0.00001\n")
+        try relay.start()
+        let owner = TestEnvelopes.owner()
+        let token = try relay.createOwner(hex(owner))
+        let base = "/v1/owners/\(hex(owner))"
+        let stream = TestEnvelopes.stream()
+        let v1 = TestEnvelopes.make(owner: owner, stream: stream, millis: 1000)
+        let a = TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 1000)
+        _ = try relay.call("POST", base + "/events", token: token, body: pushBody([v1, a]))
+        let before = try #require(try relay.call("GET", base + "/events?limit=1", token: token).json["cursor"] as? String)
+        let v2 = TestEnvelopes.make(owner: owner, stream: stream, millis: 2000)
+        let v3 = TestEnvelopes.make(owner: owner, stream: stream, millis: 3000)
+        let b = TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 1000)
+        let push = try relay.call("POST", base + "/events", token: token, body: pushBody([v3, v2, b]))
+        #expect(statuses(push) == ["accepted", "accepted", "accepted"])
+        #expect(pulled(try relay.call("GET", base + "/events", token: token)) == [a.encoded, v3.encoded, b.encoded])
+        #expect(pulled(try relay.call("GET", base + "/events?after=\(before)", token: token)) == [a.encoded, v3.encoded, b.encoded])
+
+        let tomb = TestEnvelopes.make(owner: owner, stream: stream, millis: 4000, deleted: true)
+        _ = try relay.call("POST", base + "/events", token: token, body: pushBody([tomb]))
+        #expect(pulled(try relay.call("GET", base + "/events", token: token)) == [a.encoded, b.encoded, tomb.encoded])
+        var left: [[UInt8]] = []
+        for _ in 0..<50 {
+            Thread.sleep(forTimeInterval: 0.2)
+            left = pulled(try relay.call("GET", base + "/events", token: token))
+            if left.count == 2 { break }
+        }
+        #expect(left == [a.encoded, b.encoded])
+        let info = try relay.call("GET", base, token: token)
+        #expect(info.json["events"] as? Int == 2)
+    }
+
+    @Test func quotaThenDeleteAndBlobs() throws {
+        let relay = try RelayHarness()
+        try relay.start()
+        let owner = TestEnvelopes.owner()
+        let envelopes = (0..<4).map { TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 1000 + Int64($0), bodySize: 1000) }
+        let size = envelopes[0].encoded.count
+        let token = try relay.createOwner(hex(owner), quota: size * 3)
+        let base = "/v1/owners/\(hex(owner))"
+        #expect(try relay.call("POST", base + "/events", token: token, body: pushBody([envelopes[0]])).status == 200)
+        let over = try relay.call("POST", base + "/events", token: token, body: pushBody(Array(envelopes[1...])))
+        #expect(over.status == 413 && over.json["error"] as? String == "quota_exceeded")
+        #expect(over.json["quotaBytes"] as? Int == size * 3 && over.json["usedBytes"] as? Int == size)
+        #expect(pulled(try relay.call("GET", base + "/events", token: token)) == [envelopes[0].encoded])
+
+        // Blobs: idempotent, streamed back, counted, bad keys refused.
+        let key = String(repeating: "0f", count: 32)
+        let blob = (0..<size).map { UInt8(truncatingIfNeeded: $0) }
+        #expect(try relay.call("PUT", base + "/blobs/\(key)", token: token, body: blob).status == 201)
+        #expect(try relay.call("PUT", base + "/blobs/\(key)", token: token, body: blob).status == 200)
+        let got = try relay.call("GET", base + "/blobs/\(key)", token: token)
+        #expect(got.status == 200 && got.body == blob)
+        let head = try relay.call("HEAD", base + "/blobs/\(key)", token: token)
+        #expect(head.status == 200 && head.headers["content-length"] == String(size) && head.body.isEmpty)
+        #expect(try relay.call("GET", base + "/blobs/\(String(repeating: "1", count: 64))", token: token).status == 404)
+        #expect(try relay.call("HEAD", base + "/blobs/\(String(repeating: "1", count: 64))", token: token).status == 404)
+        for bad in ["../x", key.uppercased(), String(key.dropFirst()), "..%2F..%2Fetc%2Fpasswd", "\(key)/../\(key)"] {
+            let r = try relay.call("PUT", base + "/blobs/\(bad)", token: token, body: [1, 2, 3])
+            #expect(r.status == 400, "\(bad)")
+        }
+        // One event and one blob use two thirds of the quota: a blob a byte larger than a third does not fit.
+        let full = try relay.call("PUT", base + "/blobs/\(String(repeating: "2", count: 64))", token: token, body: blob + [0])
+        #expect(full.status == 413 && full.json["error"] as? String == "quota_exceeded")
+        let info = try relay.call("GET", base, token: token)
+        #expect(info.json["blobs"] as? Int == 1 && info.json["blobBytes"] as? Int == size && info.json["events"] as? Int == 1)
+        #expect(info.json["quotaBytes"] as? Int == size * 3 && info.json["lastPushAt"] is Int)
+
+        #expect(try relay.call("DELETE", base, token: token).status == 204)
+        #expect(try relay.call("GET", base + "/blobs/\(key)", token: token).status == 404)
+        let again = try relay.call("POST", base + "/events", token: token, body: pushBody(Array(envelopes[1...2])))
+        #expect(statuses(again) == ["accepted", "accepted"])
+        let after = try relay.call("GET", base, token: token)
+        #expect(after.json["events"] as? Int == 2 && after.json["blobs"] as? Int == 0)
+
+        // Malformed and oversized bodies: 400/413 and nothing stored.
+        for garbage in ["{", "[]", "{\"events\":[1]}", "{\"events\":\"x\"}", "\u{0}"] {
+            let r = try relay.call("POST", base + "/events", token: token, body: Array(garbage.utf8))
+            #expect(r.status == 400 && r.json["message"] is String, "\(garbage)")
+        }
+        let huge = try relay.call("POST", base + "/events", token: token, body: [UInt8](repeating: 0x20, count: (8 << 20) + 1))
+        #expect(huge.status == 413 && huge.json["error"] as? String == "too_large")
+        #expect(try relay.call("GET", base, token: token).json["events"] as? Int == 2)
+        #expect(try relay.call("GET", "/nope").status == 404)
+        #expect(try relay.call("PATCH", base + "/events", token: token).status == 405)
+    }
+
+    @Test func tokensPairingAndRights() throws {
+        let relay = try RelayHarness(extraConfig: "PairingCodeLifetimeSeconds=1\n")
+        try relay.start()
+        let owner = TestEnvelopes.owner(), other = TestEnvelopes.owner()
+        let token = try relay.createOwner(hex(owner))
+        let otherToken = try relay.createOwner(hex(other))
+        let base = "/v1/owners/\(hex(owner))"
+
+        #expect(try relay.call("GET", base + "/events").status == 401)
+        #expect(try relay.call("GET", base + "/events", token: AccessToken().text).status == 401)
+        #expect(try relay.call("GET", base + "/events", headers: ["Authorization: Basic eDp5"]).status == 401)
+        let forbidden = try relay.call("GET", base + "/events", token: otherToken)
+        #expect(forbidden.status == 403 && forbidden.json["error"] as? String == "forbidden")
+
+        let made = try relay.call("POST", base + "/pairing-codes", token: token)
+        #expect(made.status == 201)
+        let code = try #require(made.json["code"] as? String)
+        #expect(code.count == 14 && made.json["expiresAt"] is Int)
+        let paired = try relay.call("POST", "/v1/pair", body: Array(#"{"code":"\#(code.lowercased())","device":"phone"}"#.utf8))
+        #expect(paired.status == 200 && paired.json["owner"] as? String == hex(owner))
+        let newToken = try #require(paired.json["token"] as? String)
+        let newID = try #require(paired.json["tokenId"] as? String)
+        #expect(try relay.call("GET", base + "/events", token: newToken).status == 200)
+        #expect(try relay.call("POST", "/v1/pair", body: Array(#"{"code":"\#(code)","device":"again"}"#.utf8)).status == 401)
+        let expiring = try #require(try relay.call("POST", base + "/pairing-codes", token: token).json["code"] as? String)
+        Thread.sleep(forTimeInterval: 1.2)
+        #expect(try relay.call("POST", "/v1/pair", body: Array(#"{"code":"\#(expiring)","device":"late"}"#.utf8)).status == 401)
+
+        let list = try relay.call("GET", base + "/tokens", token: token)
+        let tokens = list.json["tokens"] as? [[String: Any]] ?? []
+        #expect(tokens.map { $0["device"] as? String } == ["test", "phone"])
+        #expect(tokens.allSatisfy { $0["role"] as? String == "owner" && $0["createdAt"] is Int })
+        #expect(try relay.call("DELETE", base + "/tokens/\(newID)", token: token).status == 204)
+        #expect(try relay.call("GET", base + "/events", token: newToken).status == 401)
+        #expect(try relay.call("DELETE", base + "/tokens/\(newID)", token: token).status == 404)
+        let (status, output) = try relay.admin(["tokens", hex(owner)])
+        #expect(status == 0 && output.contains("test") && !output.contains(newID))
+
+        // Guessing is rate limited: 2 failures so far, 3 more, then 429 with Retry-After.
+        for _ in 0..<3 {
+            #expect(try relay.call("POST", "/v1/pair", body: Array(#"{"code":"0000-0000-0000","device":"x"}"#.utf8)).status == 401)
+        }
+        let limited = try relay.call("POST", "/v1/pair", body: Array(#"{"code":"0000-0000-0000","device":"x"}"#.utf8))
+        #expect(limited.status == 429 && Int(limited.headers["retry-after"] ?? "") != nil)
+        #expect(try relay.call("POST", "/v1/pair", body: Array("{".utf8)).status == 429)
+        #expect(!relay.log.contains(code) && !relay.log.contains(newToken))
+    }
+
+    @Test func aSlowClientDoesNotBlockOthersAndIdleOnesAreClosed() throws {
+        let relay = try RelayHarness(extraConfig: "ConnectionTimeoutSeconds=2\nThreads=1\n")
+        try relay.start()
+        let slow = try HTTPTestClient(port: relay.port)
+        let request = HTTPTestClient.request("GET", "/healthz")
+        let sender = Thread {
+            for byte in request.prefix(10) {
+                slow.send([byte])
+                Thread.sleep(forTimeInterval: 0.3)
+            }
+        }
+        sender.start()
+        for _ in 0..<5 {
+            let t0 = Date()
+            #expect(try relay.call("GET", "/healthz").status == 200)
+            #expect(Date().timeIntervalSince(t0) < 0.5)
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        // An idle connection is closed after ConnectionTimeoutSeconds.
+        let idle = try HTTPTestClient(port: relay.port)
+        let t0 = Date()
+        var byte: UInt8 = 0
+        let n = recv(idle.fd, &byte, 1, 0)
+        #expect(n <= 0)
+        let closedAfter = Date().timeIntervalSince(t0)
+        #expect(closedAfter > 1.5 && closedAfter < 6, "closed after \(closedAfter) s")
+    }
+
+    @Test func aCrashMidPushStoresAllOrNothing() throws {
+        let relay = try RelayHarness()
+        try relay.start()
+        let owner = TestEnvelopes.owner()
+        let token = try relay.createOwner(hex(owner))
+        let base = "/v1/owners/\(hex(owner))"
+        var stored = 0
+        for (round, delay) in [0.002, 0.01, 0.03, 0.08, 0.2].enumerated() {
+            let batch = (0..<400).map { i in
+                TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: Int64(round * 1000 + i), bodySize: 12_000)
+            }
+            let body = pushBody(batch)
+            let client = try HTTPTestClient(port: relay.port)
+            let sender = Thread { client.send(HTTPTestClient.request("POST", base + "/events", token: token, body: body)) }
+            sender.start()
+            Thread.sleep(forTimeInterval: delay)
+            relay.crash()
+            try relay.start()
+            let info = try relay.call("GET", base, token: token)
+            let events = try #require(info.json["events"] as? Int)
+            #expect(events == stored || events == stored + 400, "round \(round): \(events) events after a crash")
+            let all = pulled(try relay.call("GET", base + "/events?limit=1000", token: token))
+            #expect(all.count == events)
+            stored = events
+        }
+    }
+}
+
+/// Hands a result from a helper thread to the test.
+final class ResponseBox: @unchecked Sendable {
+    // @unchecked: guarded by `done`.
+    private let done = DispatchSemaphore(value: 0)
+    private var result: Result<HTTPTestClient.Response, Error>?
+    private(set) var doneAt: Date?
+
+    func set(_ r: Result<HTTPTestClient.Response, Error>) {
+        result = r
+        doneAt = Date()
+        done.signal()
+    }
+
+    func wait(seconds: Double) throws -> HTTPTestClient.Response {
+        guard done.wait(timeout: .now() + seconds) == .success, let result else {
+            throw HTTPTestClient.Failure(description: "no response within \(seconds) s")
+        }
+        return try result.get()
+    }
+}

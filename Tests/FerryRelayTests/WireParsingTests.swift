@@ -1,0 +1,208 @@
+import FerryJSON
+import FerryModel
+@testable import FerryRelay
+import FerrySync
+import Testing
+
+@Suite struct RelayWireParsingTests {
+    let owner = "0123456789abcdef0123456789abcdef"
+
+    @Test func targetsSplitPathAndQuery() throws {
+        let t = try RequestTarget.parse("/v1/owners/x/events?after=12&limit=5&wait=0")
+        #expect(t.path == "/v1/owners/x/events")
+        #expect(t.query == ["after": "12", "limit": "5", "wait": "0"])
+        #expect(try RequestTarget.parse("/a?").query == [:])
+        #expect(try RequestTarget.parse("/a?x=%41+b&&y").query == ["x": "A b", "y": ""])
+    }
+
+    @Test func targetsRefuseWhatTheyShould() {
+        #expect(throws: RequestTarget.Failure.notAbsolutePath) { try RequestTarget.parse("v1") }
+        #expect(throws: RequestTarget.Failure.tooLong(4097)) { try RequestTarget.parse("/" + String(repeating: "a", count: 4096)) }
+        for bad in ["/a?x=%4", "/a?x=%zz", "/a?x=1&x=2", "/a?=1", "/a?x=%ff"] {
+            #expect(throws: RequestTarget.Failure.self, "\(bad)") { try RequestTarget.parse(bad) }
+        }
+        let many = "/a?" + (0..<17).map { "k\($0)=1" }.joined(separator: "&")
+        #expect(throws: RequestTarget.Failure.self) { try RequestTarget.parse(many) }
+    }
+
+    /// Every prefix of a valid target either parses or fails with a typed error, never traps.
+    @Test func targetPrefixesNeverTrap() {
+        let full = "/v1/owners/\(owner)/events?after=123&limit=10&wait=%32%30"
+        for i in 0...full.utf8.count {
+            let prefix = String(decoding: Array(full.utf8)[..<i], as: UTF8.self)
+            _ = try? RequestTarget.parse(prefix)
+        }
+    }
+
+    @Test func routesResolve() throws {
+        let o = OwnerID(hex: owner)!
+        let key = String(repeating: "ab", count: 32)
+        #expect(try Router.resolve(method: "GET", path: "/healthz") == .health)
+        #expect(try Router.resolve(method: "GET", path: "/metrics") == .metrics)
+        #expect(try Router.resolve(method: "POST", path: "/v1/pair") == .pair)
+        #expect(try Router.resolve(method: "GET", path: "/v1/owners/\(owner)") == .ownerInfo(o))
+        #expect(try Router.resolve(method: "DELETE", path: "/v1/owners/\(owner)") == .deleteOwner(o))
+        #expect(try Router.resolve(method: "POST", path: "/v1/owners/\(owner)/events") == .pushEvents(o))
+        #expect(try Router.resolve(method: "GET", path: "/v1/owners/\(owner)/events") == .pullEvents(o))
+        #expect(try Router.resolve(method: "PUT", path: "/v1/owners/\(owner)/blobs/\(key)") == .putBlob(o, key: key))
+        #expect(try Router.resolve(method: "HEAD", path: "/v1/owners/\(owner)/blobs/\(key)") == .headBlob(o, key: key))
+        #expect(try Router.resolve(method: "POST", path: "/v1/owners/\(owner)/pairing-codes") == .createPairingCode(o))
+        #expect(try Router.resolve(method: "GET", path: "/v1/owners/\(owner)/tokens") == .listTokens(o))
+        #expect(try Router.resolve(method: "DELETE", path: "/v1/owners/\(owner)/tokens/0011223344556677") == .revokeToken(o, id: "0011223344556677"))
+    }
+
+    @Test func routesRefuse() {
+        func status(_ m: String, _ p: String) -> Int {
+            do { _ = try Router.resolve(method: m, path: p); return 200 } catch { return error.response.status }
+        }
+        #expect(status("GET", "/") == 404)
+        #expect(status("GET", "/v1") == 404)
+        #expect(status("GET", "/v1/owners/\(owner)/nope") == 404)
+        #expect(status("GET", "/v1/owners/\(owner)/events/x") == 404)
+        #expect(status("PUT", "/v1/owners/\(owner)/events") == 405)
+        #expect(status("POST", "/healthz") == 405)
+        #expect(status("GET", "/v1/owners/\(owner.uppercased())") == 400)
+        #expect(status("GET", "/v1/owners/\(owner.dropLast())") == 400)
+        let key = String(repeating: "ab", count: 32)
+        for bad in ["../x", key.uppercased(), String(key.dropLast()), key + "0", "..%2Fx", "\(key)/x", "../../etc/passwd"] {
+            #expect(status("PUT", "/v1/owners/\(owner)/blobs/\(bad)") == 400, "\(bad)")
+        }
+        #expect(status("DELETE", "/v1/owners/\(owner)/tokens/XYZ") == 400)
+    }
+
+    @Test func methodNotAllowedNamesTheMethods() {
+        let r = RelayError.methodNotAllowed(allowed: ["GET", "POST"]).response
+        #expect(r.status == 405)
+        #expect(r.header("Allow") == "GET, POST, HEAD")
+    }
+
+    @Test func cursors() {
+        #expect(Cursor(text: "0")?.sequence == 0)
+        #expect(Cursor(text: "9223372036854775807")?.sequence == Int64.max)
+        for bad in ["", "-1", "+1", "1.0", "9223372036854775808", "12345678901234567890", "a", " 1"] {
+            #expect(Cursor(text: bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test func pullParameters() throws {
+        let p = try PullParameters.parse([:], maxWait: 30)
+        #expect(p == PullParameters(after: .start, limit: 400, waitSeconds: 0))
+        #expect(try PullParameters.parse(["after": "5", "limit": "1000", "wait": "30"], maxWait: 30)
+            == PullParameters(after: Cursor(5), limit: 1000, waitSeconds: 30))
+        for bad: [String: String] in [["limit": "0"], ["limit": "1001"], ["limit": "+5"], ["wait": "31"], ["wait": "-1"], ["after": "x"]] {
+            #expect(throws: RelayError.self, "\(bad)") { try PullParameters.parse(bad, maxWait: 30) }
+        }
+    }
+
+    @Test func base64RoundTripsAtEveryLength() {
+        var rng = SplitMix64(seed: 42)
+        for n in 0..<70 {
+            let bytes = (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let s = Base64.encode(bytes)
+            #expect(Base64.decode(s.utf8) == bytes)
+            #expect(Base64.decodeURL(Base64.encodeURL(bytes)) == bytes)
+            // Every proper prefix of a non-empty encoding that is not a whole group is refused.
+            for cut in 0..<s.utf8.count where cut % 4 != 0 {
+                #expect(Base64.decode(Array(s.utf8)[..<cut]) == nil)
+            }
+        }
+        #expect(Base64.decode("QQ==".utf8) == [0x41])
+        #expect(Base64.decode("QR==".utf8) == nil) // non-zero padding bits
+        #expect(Base64.decode("Q===".utf8) == nil)
+        #expect(Base64.decode("QQ=A".utf8) == nil)
+        #expect(Base64.decode("QQ-_".utf8) == nil)
+    }
+
+    @Test func tokens() {
+        let t = AccessToken()
+        #expect(t.text.hasPrefix("fr1_"))
+        #expect(t.text.utf8.count == AccessToken.textLength)
+        #expect(!t.text.contains("="))
+        #expect(AccessToken(text: t.text) == t)
+        #expect(AccessToken(authorization: "Bearer " + t.text) == t)
+        #expect(AccessToken(authorization: "bearer  " + t.text) == t)
+        for bad in ["", "Bearer", "Basic " + t.text, "Bearer fr2_" + t.text.dropFirst(4), "Bearer " + t.text.dropLast(),
+                    "Bearer " + t.text + "A", "Bearer " + t.text.replacingOccurrences(of: "fr1_", with: "fr1=")] {
+            #expect(AccessToken(authorization: bad) == nil, "\(bad)")
+        }
+        #expect(t.hash.count == 32)
+        #expect(TokenID.isValid(TokenID.make()))
+        #expect(!TokenID.isValid("00112233445566778"))
+    }
+
+    @Test func pairingCodes() {
+        let c = PairingCode()
+        #expect(c.display.count == 14)
+        #expect(PairingCode(typed: c.display) == c)
+        #expect(PairingCode(typed: c.display.lowercased()) == c)
+        #expect(PairingCode(typed: "0000 1111 2222") == PairingCode(typed: "oooo-iiii-2222"))
+        #expect(PairingCode(typed: "OOOO-LLLL-2222")?.normalized == "000011112222")
+        for bad in ["", "0000-0000-000", "0000-0000-00000", "0000-0000-000U", String(repeating: "-", count: 65)] {
+            #expect(PairingCode(typed: bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test func pushBodies() throws {
+        #expect(try PushRequest.parse(Array(#"{"events":["QQ==","x"]}"#.utf8), maxBytes: 1000) == ["QQ==", "x"])
+        #expect(try PushRequest.parse(Array(#"{"events":[]}"#.utf8), maxBytes: 1000) == [])
+        for bad in ["", "[]", "{}", #"{"events":"x"}"#, #"{"events":[1]}"#, #"{"events":[],"x":1}"#, #"{"events":["#] {
+            #expect(throws: RelayError.self, "\(bad)") { try PushRequest.parse(Array(bad.utf8), maxBytes: 1000) }
+        }
+        let many = #"{"events":["# + Array(repeating: #""QQ==""#, count: 401).joined(separator: ",") + "]}"
+        #expect(throws: RelayError.tooLarge("401 events in one push; the limit is 400")) { try PushRequest.parse(Array(many.utf8), maxBytes: 1 << 20) }
+        // Every split of a valid body either parses whole or fails as bad JSON.
+        let body = Array(#"{"events":["QQ==","QUI="]}"#.utf8)
+        for cut in 0..<body.count {
+            #expect(throws: RelayError.self) { try PushRequest.parse(Array(body[..<cut]), maxBytes: 1000) }
+        }
+    }
+
+    @Test func pairBodies() throws {
+        #expect(try PairRequest.parse(Array(#"{"code":"AAAA-BBBB-CCCC","device":"laptop"}"#.utf8)).device == "laptop")
+        for bad in [#"{"code":"x"}"#, #"{"code":"x","device":""}"#, #"{"code":"x","device":"a\u0001"}"#,
+                    #"{"code":1,"device":"d"}"#, #"{"code":"x","device":"d","more":1}"#] {
+            #expect(throws: RelayError.self, "\(bad)") { try PairRequest.parse(Array(bad.utf8)) }
+        }
+    }
+
+    @Test func stampKeysSortLikeStamps() {
+        let stamps = [Stamp(millis: -5, counter: 0, node: NodeID(1)), Stamp(millis: 0, counter: 0, node: NodeID(0)),
+                      Stamp(millis: 0, counter: 1, node: NodeID(0)), Stamp(millis: 0, counter: 1, node: NodeID(UInt64.max)),
+                      Stamp(millis: 1_700_000_000_000, counter: 0, node: NodeID(0))]
+        for (a, b) in zip(stamps, stamps.dropFirst()) {
+            #expect(StampKey.make(a).lexicographicallyPrecedes(StampKey.make(b)))
+        }
+    }
+
+    @Test func configuration() throws {
+        var c = RelayConfiguration(environment: ["STATE_DIRECTORY": "/var/lib/ferry-relay"])
+        try c.apply(text: """
+            [Relay]
+            Listen=[::1]:9000
+            MaxWaitSeconds=5
+            DefaultQuotaBytes=1000
+            TombstoneRetentionDays=0.5
+            LogLevel=debug
+            """)
+        #expect(c.listenHost == "::1" && c.listenPort == 9000)
+        #expect(c.maxWaitSeconds == 5 && c.defaultQuotaBytes == 1000 && c.tombstoneRetentionDays == 0.5)
+        for bad in ["[Relay]\nListen=nope", "[Relay]\nStorage=postgresql", "[Relay]\nMaxWaitSeconds=-1", "[Relay]\nNope=1",
+                    "[TLS]\nCertificate=/x", "[Relay]\nStateDirectory=relative"] {
+            var d = RelayConfiguration(environment: [:])
+            #expect(throws: RelayConfiguration.Problem.self, "\(bad)") { try d.apply(text: bad) }
+        }
+    }
+
+    @Test func failureRateLimiter() {
+        final class Clock: @unchecked Sendable { var t: Int64 = 0 }
+        let clock = Clock()
+        let limiter = FailureRateLimiter(limit: 5, windowMillis: 60_000, now: { clock.t })
+        for _ in 0..<5 { #expect(limiter.retryAfter("a") == nil); limiter.recordFailure("a") }
+        #expect(limiter.retryAfter("a") == 60)
+        #expect(limiter.retryAfter("b") == nil)
+        clock.t = 60_001
+        #expect(limiter.retryAfter("a") == nil)
+    }
+}
+
+import FerryTestSupport

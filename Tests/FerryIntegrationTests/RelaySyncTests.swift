@@ -40,6 +40,7 @@ import Testing
         let (relay, devices, _) = try await Self.setUp(3)
         let (a, b, c) = (devices[0], devices[1], devices[2])
         for i in 0..<40 { _ = try await a.client().put(entity: "note", id: "n\(i)", payload: ["i": .int(Int64(i)), "by": "a"]) }
+        #expect(try await eventually(.seconds(30)) { try await c.records().count == 40 })
         for i in 0..<10 { _ = try await b.client().put(entity: "note", id: "n\(i)", payload: ["by": "b"]) }
         for i in 10..<15 { _ = try await c.client().delete(entity: "note", id: "n\(i)") }
         #expect(try await eventually(.seconds(60)) {

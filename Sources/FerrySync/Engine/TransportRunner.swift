@@ -110,6 +110,7 @@ final class TransportRunner: Sendable {
                 await pushSignal.wait(timeout: options.pollInterval)
                 woken = true
             } catch {
+                if Task.isCancelled { break }   // stopping: what was not acknowledged stays queued
                 failures += 1
                 let delay = Backoff.delay(after: error, attempt: failures)
                 failed(error, retryIn: delay, during: "push")
@@ -215,6 +216,7 @@ final class TransportRunner: Sendable {
                 succeeded()
                 caughtUp = !more
             } catch {
+                if Task.isCancelled { break }   // stopping: the saved cursor is where the next start goes on
                 failures += 1
                 let delay = Backoff.delay(after: error, attempt: failures)
                 failed(error, retryIn: delay, during: "pull")
@@ -267,7 +269,7 @@ final class TransportRunner: Sendable {
             }
             healthState.withLock { $0.pulled += Int64(versions.count) }
         }
-        if page.cursor != cursor {
+        if page.cursor != cursor, !(cursor == nil && page.cursor.isEmpty) {
             let store = self.store, space = self.space, key = progressKey, value = page.cursor
             try await local("saving the cursor") { () throws(FerryError) in try store.setProgress(space: space, key: key, value: value) }
         }

@@ -55,9 +55,16 @@ public final class RelayTransport: Transport {
     public func pull(after cursor: String?, limit: Int, wait: Duration) async throws(TransportFailure) -> PullPage {
         let seconds = Int(min(wait, maxWait).components.seconds)
         var query: [(String, String)] = [("limit", String(min(max(limit, 1), 1000))), ("wait", String(max(seconds, 0)))]
-        if let cursor { query.append(("after", cursor)) }
+        if let cursor, !cursor.isEmpty { query.append(("after", cursor)) }
         let request = http.request("GET", ownerPath + "/events", query: query, timeout: TimeInterval(seconds + 30))
-        let reply = try await note { () async throws(TransportFailure) in try await http.send(request, what: "pulling") }
+        let reply: RelayHTTP.Reply
+        do {
+            reply = try await note { () async throws(TransportFailure) in try await http.send(request, what: "pulling") }
+        } catch {
+            // Cancelled (SyncNow, or the engine stopping): an empty page where we were.
+            if Task.isCancelled { return PullPage(envelopes: [], cursor: cursor ?? "", more: false) }
+            throw error
+        }
         if reply.status == 404 { throw .rejected("pulling: the relay does not know owner \(owner); ask its operator to create it") }
         guard let parsed = try? JSONParser.parse([UInt8](reply.body)), case .array(let items)? = parsed["events"],
               let next = parsed["cursor"]?.stringValue else {
@@ -137,7 +144,7 @@ public final class RelayTransport: Transport {
             lastProblem.withLock { $0 = nil }
             return value
         } catch {
-            lastProblem.withLock { $0 = error.description }
+            if !Task.isCancelled { lastProblem.withLock { $0 = error.description } }
             throw error
         }
     }

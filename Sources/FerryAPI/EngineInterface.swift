@@ -115,6 +115,15 @@ public enum EngineInterface {
     # transport when the space has several.
     method RelayPairingCode(space: ?string, name: ?string) -> (code: string, expiresAt: int)
 
+    # What the space's relay holds for its owner: events and bytes stored, blobs, the quota
+    # and the last push (Unix milliseconds).
+    method RelayUsage(space: ?string, name: ?string) -> (owner: string, url: string, events: ?int, bytes: ?int, blobs: ?int, blobBytes: ?int, quotaBytes: ?int, lastPushAt: ?int)
+
+    # Deletes the relay's copy of the space owner's data ("remove my data from the server").
+    # The data on this device stays. Remove the transport as well to stop syncing through the
+    # relay; adding it again uploads everything.
+    method RelayDeleteCopy(space: ?string, name: ?string) -> ()
+
     # Removes a transport: its cursor and progress are dropped; the data stays.
     method RemoveTransport(space: ?string, name: string) -> ()
 

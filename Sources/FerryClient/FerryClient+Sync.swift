@@ -42,6 +42,31 @@ extension FerryClient {
         return try decode { () throws(WireError) in (try reply.string("code"), Int64(try reply.int("expiresAt"))) }
     }
 
+    /// What the space's relay holds for its owner (`io.ferry.Engine.RelayUsage`): figures by
+    /// name (`events`, `bytes`, `blobs`, `blobBytes`, `quotaBytes`, `lastPushAt`) and the
+    /// owner id and URL.
+    public func relayUsage(space: String? = nil, name: String? = nil) async throws(FerryClientError) -> (owner: String, url: String, figures: [String: Int64]) {
+        var parameters: [String: JSONValue] = [:]
+        parameters.setIfPresent("space", space.json)
+        parameters.setIfPresent("name", name.json)
+        let reply = try await call("io.ferry.Engine.RelayUsage", parameters)
+        return try decode { () throws(WireError) in
+            var figures: [String: Int64] = [:]
+            for key in ["events", "bytes", "blobs", "blobBytes", "quotaBytes", "lastPushAt"] {
+                if let v = try reply.optionalInt64(key) { figures[key] = v }
+            }
+            return (try reply.string("owner"), try reply.string("url"), figures)
+        }
+    }
+
+    /// Deletes the relay's copy of the space owner's data (`io.ferry.Engine.RelayDeleteCopy`).
+    public func relayDeleteCopy(space: String? = nil, name: String? = nil) async throws(FerryClientError) {
+        var parameters: [String: JSONValue] = [:]
+        parameters.setIfPresent("space", space.json)
+        parameters.setIfPresent("name", name.json)
+        _ = try await call("io.ferry.Engine.RelayDeleteCopy", parameters)
+    }
+
     /// Removes a transport (`io.ferry.Engine.RemoveTransport`): its cursor and progress go,
     /// the data stays.
     /// - Throws: `FerryClientError.remote` with `TransportNotFound`; or a connection error.

@@ -23,6 +23,8 @@ struct EngineAPI: Sendable {
             "Transports": VarlinkMethod { call, _ throws(VarlinkError) in try await transports(call.parameters) },
             "AddTransport": VarlinkMethod { call, _ throws(VarlinkError) in try await addTransport(call.parameters) },
             "RelayPairingCode": VarlinkMethod { call, _ throws(VarlinkError) in try await relayPairingCode(call.parameters) },
+            "RelayUsage": VarlinkMethod { call, _ throws(VarlinkError) in try await relayUsage(call.parameters) },
+            "RelayDeleteCopy": VarlinkMethod { call, _ throws(VarlinkError) in try await relayDeleteCopy(call.parameters) },
             "RemoveTransport": VarlinkMethod { call, _ throws(VarlinkError) in try await removeTransport(call.parameters) },
             "OwnerPhrase": VarlinkMethod { call, _ throws(VarlinkError) in try await ownerPhrase(call.parameters) },
             "RestoreOwner": VarlinkMethod { call, _ throws(VarlinkError) in try await restoreOwner(call.parameters) },
@@ -209,8 +211,8 @@ struct EngineAPI: Sendable {
         do { keys = try await Blocking.run { () throws(FerryError) in try sync.keyring.keys(for: space) } } catch {
             throw .init(parameter: "space", message: "\(error)")
         }
-        let grant: RelayPairing.Grant
-        do { grant = try await RelayPairing.redeem(url: url, code: code, device: "ferryd \(store.nodeID)") } catch {
+        let grant: RelayAccount.Grant
+        do { grant = try await RelayAccount.redeem(url: url, code: code, device: "ferryd \(store.nodeID)") } catch {
             throw .init(parameter: "code", message: "the relay did not accept the code: \(error)")
         }
         guard grant.owner == keys.owner else {
@@ -219,7 +221,9 @@ struct EngineAPI: Sendable {
         return TransportConfiguration.relay(url: url, token: grant.token)
     }
 
-    func relayPairingCode(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+    /// The relay transport of a space a relay method acts on (`name`, or the only one), with
+    /// its URL, token and the space's owner.
+    private func relayAccount(_ p: [String: JSONValue]) async throws(VarlinkError) -> (url: URL, token: String, owner: OwnerID) {
         let space = p["space"]?.stringValue ?? Store.privateSpace
         try checkSpace(space)
         let store = self.store, sync = self.sync
@@ -232,12 +236,37 @@ struct EngineAPI: Sendable {
             if let name { throw ErrorMapping.transportNotFound(space: space, name: name) }
             throw ErrorMapping.invalidArgument("name", "space \(space) has no relay transport; add one first", interface: EngineInterface.name)
         }
+        return (url, token, keys.owner)
+    }
+
+    private static func relayFailure(_ error: TransportFailure) -> VarlinkError {
+        VarlinkError(EngineInterface.name + ".RelayFailure", parameters: ["message": .string("\(error)")])
+    }
+
+    func relayPairingCode(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let account = try await relayAccount(p)
         do {
-            let (code, expiresAt) = try await RelayPairing.code(url: url, owner: keys.owner, token: token)
+            let (code, expiresAt) = try await RelayAccount.code(url: account.url, owner: account.owner, token: account.token)
             return ["code": .string(code), "expiresAt": .int(expiresAt)]
-        } catch {
-            throw VarlinkError(EngineInterface.name + ".RelayFailure", parameters: ["message": .string("\(error)")])
+        } catch { throw Self.relayFailure(error) }
+    }
+
+    func relayUsage(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let account = try await relayAccount(p)
+        do {
+            let usage = try await RelayAccount.usage(url: account.url, owner: account.owner, token: account.token)
+            var o: [String: JSONValue] = ["owner": .string(account.owner.description), "url": .string(account.url.absoluteString)]
+            for key in ["events", "bytes", "blobs", "blobBytes", "quotaBytes", "lastPushAt"] { if let v = usage[key] { o[key] = .int(v) } }
+            return o
+        } catch { throw Self.relayFailure(error) }
+    }
+
+    func relayDeleteCopy(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let account = try await relayAccount(p)
+        do { try await RelayAccount.deleteCopy(url: account.url, owner: account.owner, token: account.token) } catch {
+            throw Self.relayFailure(error)
         }
+        return [:]
     }
 
     // MARK: Owners

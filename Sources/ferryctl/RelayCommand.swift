@@ -1,31 +1,64 @@
 import FerryClient
 import FerryJSON
 
-/// `ferryctl relay pair [NAME]`: a one-time code for pairing another device with a relay.
+/// `ferryctl relay pair|status|delete-copy [NAME]`: the space owner's account on its relay.
 enum RelayCommand: Command {
     static let name = "relay"
-    static let synopsis = "pair [NAME]"
-    static let summary = "get a one-time code that pairs another device with this space's relay"
+    static let synopsis = "pair [NAME] | status [NAME] | delete-copy [NAME] --yes"
+    static let summary = "pair another device with this space's relay, show its usage, or delete the relay's copy"
     static let details = """
-        On a device already syncing through a relay, 'ferryctl relay pair' asks the relay for
-        a short-lived, one-time code. On the new device (after 'ferryctl owner restore' with
-        the same phrase): 'ferryctl transport add NAME relay URL --code CODE'. NAME picks the
-        relay transport when the space has several.
+        pair: on a device already syncing through a relay, asks the relay for a short-lived,
+        one-time code. On the new device (after 'ferryctl owner restore' with the same
+        phrase): 'ferryctl transport add NAME relay URL --code CODE'.
+        status: what the relay holds for the space's owner (events, bytes, blobs, quota).
+        delete-copy: deletes the relay's copy of the owner's data; the data on this device
+        stays. Remove the transport too ('ferryctl transport rm NAME') to stop syncing there.
+        NAME picks the relay transport when the space has several.
         """
+    static let options = [OptionSpec("yes", help: "for delete-copy: yes, delete the relay's copy")]
     static let takesSpace = true
 
     static func run(_ arguments: ParsedArguments, _ context: Context) async throws(CommandFailure) {
-        let p = try arguments.positionals(["pair", "NAME"], optional: 1)
-        guard p.first == "pair" else { throw .usage("unknown relay command '\(p.first ?? "")' (pair)") }
+        let p = try arguments.positionals(["ACTION", "NAME"], optional: 1)
+        let transport = p.count > 1 ? p[1] : nil
         let client = try context.connect()
-        let (code, expiresAt) = try await daemon { () async throws(FerryClientError) in
-            try await client.relayPairingCode(space: context.space, name: p.count > 1 ? p[1] : nil)
-        }
-        if context.json {
-            Output.json(.object(["code": .string(code), "expiresAt": .int(expiresAt)]))
-        } else {
-            Output.line(code)
-            Output.note("Valid once, until \(Format.time(expiresAt)). On the new device: ferryctl transport add NAME relay URL --code \(code)")
+        switch p[0] {
+        case "pair":
+            let (code, expiresAt) = try await daemon { () async throws(FerryClientError) in
+                try await client.relayPairingCode(space: context.space, name: transport)
+            }
+            if context.json {
+                Output.json(.object(["code": .string(code), "expiresAt": .int(expiresAt)]))
+            } else {
+                Output.line(code)
+                Output.note("Valid once, until \(Format.time(expiresAt)). On the new device: ferryctl transport add NAME relay URL --code \(code)")
+            }
+        case "status":
+            let (owner, url, figures) = try await daemon { () async throws(FerryClientError) in
+                try await client.relayUsage(space: context.space, name: transport)
+            }
+            if context.json {
+                var o: [String: JSONValue] = ["owner": .string(owner), "url": .string(url)]
+                for (k, v) in figures { o[k] = .int(v) }
+                Output.json(.object(o))
+                return
+            }
+            var table = Table("relay", url)
+            table.add("owner", owner)
+            table.add("events", figures["events"].map { String($0) } ?? "-")
+            table.add("stored", Format.bytes((figures["bytes"] ?? 0) + (figures["blobBytes"] ?? 0)))
+            table.add("blobs", figures["blobs"].map { String($0) } ?? "-")
+            table.add("quota", figures["quotaBytes"].map { Format.bytes($0) } ?? "-")
+            table.add("last push", Format.time(figures["lastPushAt"]))
+            Output.out(table.render())
+        case "delete-copy":
+            guard arguments.has("yes") else {
+                throw .usage("delete-copy deletes the relay's copy of this space's data for every device; add --yes to go ahead")
+            }
+            try await daemon { () async throws(FerryClientError) in try await client.relayDeleteCopy(space: context.space, name: transport) }
+            if context.json { Output.json(.object([:])) } else { Output.line("deleted the relay's copy; the data on this device stays") }
+        default:
+            throw .usage("unknown relay command '\(p[0])' (pair, status or delete-copy)")
         }
     }
 }

@@ -94,4 +94,52 @@ import Testing
         #expect(try await eventually(.seconds(120)) { try await b.records().count == 5000 })
         #expect(try await Self.converged(devices))
     }
+
+    @Test func aQuotaReachedStopsPushesUntilTheRelayCopyIsDeleted() async throws {
+        let (relay, devices, owner) = try await Self.setUp(2)
+        let (a, b) = (devices[0], devices[1])
+        _ = try await a.client().put(entity: "note", id: "small", payload: ["v": 1])
+        #expect(try await eventually(.seconds(30)) { try await b.records()["small"] != nil })
+        let used = try #require(try await a.client().relayUsage().figures["bytes"])
+        #expect(try relay.admin(["set-quota", owner, String(used + 2000)]).status == 0)
+        var items: [PutItem] = []
+        for i in 0..<200 { items.append(PutItem(entity: "note", id: "big\(i)", payload: ["pad": .string(String(repeating: "z", count: 500))])) }
+        _ = try await a.client().putMany(items)
+        #expect(try await eventually(.seconds(30)) { try await a.transport("relay")?.lastErrorKind == "quota" })
+        #expect(try await a.client().status().outbox == 200)
+        // The user removes the relay's copy; the next round (SyncNow ends the backoff) fits.
+        let ctl = try CtlRunner(socket: a.harness.socketPath)
+        let refused = try ctl.run(["relay", "delete-copy"])
+        #expect(refused.status == 2 && refused.stderr.contains("--yes"), "\(refused)")
+        #expect(try ctl.run(["relay", "delete-copy", "--yes"]).status == 0)
+        #expect(try relay.admin(["set-quota", owner, "default"]).status == 0)
+        try await a.client().syncNow()
+        #expect(try await eventually(.seconds(60)) { try await b.records().count == 201 })
+        let status = try ctl.run(["relay", "status", "--json"]).json()
+        #expect(status["events"]?.intValue ?? 0 >= 200)
+    }
+
+    @Test func compactionWhileADeviceIsOfflineSkipsNothingThatSurvives() async throws {
+        let (relay, devices, owner) = try await Self.setUp(2)
+        let (a, b) = (devices[0], devices[1])
+        for i in 0..<50 { _ = try await a.client().put(entity: "note", id: "r\(i)", payload: ["v": 0]) }
+        #expect(try await eventually(.seconds(30)) { try await b.records().count == 50 })
+        #expect(b.harness.stop() == 0)
+        for round in 1...5 {
+            var items: [PutItem] = []
+            for i in 0..<50 { items.append(PutItem(entity: "note", id: "r\(i)", payload: ["v": .int(Int64(round))])) }
+            _ = try await a.client().putMany(items)
+        }
+        for i in 0..<10 { _ = try await a.client().delete(entity: "note", id: "r\(i)") }
+        #expect(try await eventually(.seconds(30)) { try await a.client().outbox(limit: 1).isEmpty })
+        // The relay kept one event per record, not the history.
+        let usage = try await a.client().relayUsage().figures
+        #expect(usage["events"] == 50, "events kept: \(usage)")
+        _ = owner
+        _ = relay
+        try b.start()
+        #expect(try await eventually(.seconds(60)) { try await b.records() == a.records() })
+        let final = try await b.records()
+        #expect(final["r20"]?.payload?.contains("5") == true && final["r3"]?.deleted == true)
+    }
 }

@@ -4,9 +4,10 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Pairing with a relay: a device that holds a token asks for a short-lived one-time code; a
-/// new device redeems the code for a token of its own.
-public enum RelayPairing {
+/// An owner's account on a relay, beside syncing: pairing (a device that holds a token asks for
+/// a short-lived one-time code; a new device redeems it for a token of its own), the usage
+/// figures, and deleting the relay's copy of the owner's data.
+public enum RelayAccount {
     /// What redeeming a code gave.
     public struct Grant: Sendable {
         public var owner: OwnerID
@@ -39,5 +40,30 @@ public enum RelayPairing {
             throw .unavailable("redeeming the pairing code: the relay answered HTTP \(reply.status) without a token")
         }
         return Grant(owner: owner, token: token)
+    }
+
+    /// The owner's usage on the relay, as the relay reports it (`events`, `bytes`, `blobs`,
+    /// `blobBytes`, `quotaBytes`, `lastPushAt`).
+    public static func usage(url: URL, owner: OwnerID, token: String) async throws(TransportFailure) -> [String: Int64] {
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.finishTasksAndInvalidate() }
+        let http = RelayHTTP(base: url, token: token, session: session)
+        let reply = try await http.send(http.request("GET", "v1/owners/\(owner)"), what: "reading the owner's usage")
+        guard reply.status == 200, let parsed = try? JSONParser.parse([UInt8](reply.body)), case .object(let o) = parsed else {
+            throw .unavailable("reading the owner's usage: the relay answered HTTP \(reply.status)")
+        }
+        var out: [String: Int64] = [:]
+        for (k, v) in o { if let n = v.intValue { out[k] = n } }
+        return out
+    }
+
+    /// Deletes the relay's copy of the owner's data (events and blobs); the owner and its
+    /// tokens stay, so syncing can start over.
+    public static func deleteCopy(url: URL, owner: OwnerID, token: String) async throws(TransportFailure) {
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.finishTasksAndInvalidate() }
+        let http = RelayHTTP(base: url, token: token, session: session)
+        let reply = try await http.send(http.request("DELETE", "v1/owners/\(owner)"), what: "deleting the relay's copy")
+        if reply.status == 404 { throw .rejected("the relay does not know owner \(owner)") }
     }
 }

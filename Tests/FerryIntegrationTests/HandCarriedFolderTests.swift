@@ -96,6 +96,9 @@ import Testing
             var edits: [PutItem] = []
             for i in 0..<300 { edits.append(PutItem(entity: "note", id: "t\(i)", payload: ["round": .int(Int64(round)), "pad": .string(String(repeating: "q", count: 200))])) }
             _ = try await a.client().putMany(edits)
+            // Each round reaches the folder before the next (a lagging push would send only
+            // the latest versions, and there would be no history to compact).
+            #expect(try await Self.flushed(a))
         }
         _ = try await a.client().delete(entity: "note", id: "r4")
         #expect(try await Self.flushed(a))

@@ -102,10 +102,9 @@ final class TransportRunner: Sendable {
             do throws(SyncFailure) {
                 setState("pushing")
                 lastPush = ContinuousClock.now
-                let more = try await pushOnce()
+                try await pushRound()
                 failures = 0
                 succeeded()
-                if more { continue }
                 setState("idle")
                 await pushSignal.wait(timeout: options.pollInterval)
                 woken = true
@@ -119,17 +118,64 @@ final class TransportRunner: Sendable {
         }
     }
 
-    /// Pushes one batch; true when more is waiting.
-    private func pushOnce() async throws(SyncFailure) -> Bool {
+    /// One sealed batch, ready to push: its attachments are on the transport already.
+    private struct PreparedBatch: Sendable {
+        var envelopes: [Envelope]
+        var versions: [RecordVersion]
+        /// The outbox order of the last version in it (the next batch starts after it).
+        var lastOutboxSeq: Int64
+        /// More was pending than this batch holds.
+        var more: Bool
+        /// The batch stopped at the byte limit before the page's end: the next batch must
+        /// start over from the outbox's beginning, not after `lastOutboxSeq`.
+        var cutShort: Bool
+    }
+
+    /// Pushes what the outbox holds for the transport, batch after batch, and returns when it
+    /// is empty. Pipelined: while one batch is on its way, the next is read, sealed and its
+    /// attachments uploaded; outcomes are recorded in order. A failure drops the batch being
+    /// prepared (the outbox still has it) and is thrown.
+    private func pushRound() async throws(SyncFailure) {
+        guard var current = try await prepareBatch(after: 0) else { return }
+        while true {
+            let transport = self.transport, envelopes = current.envelopes
+            let inFlight = Task { () async -> Result<[PushOutcome], TransportFailure> in
+                do throws(TransportFailure) { return .success(try await transport.push(envelopes)) } catch { return .failure(error) }
+            }
+            let next: PreparedBatch?
+            do {
+                next = current.more ? try await prepareBatch(after: current.cutShort ? 0 : current.lastOutboxSeq) : nil
+            } catch {
+                inFlight.cancel()
+                _ = await inFlight.value
+                throw error
+            }
+            let outcomes: [PushOutcome]
+            let result = await withTaskCancellationHandler { await inFlight.value } onCancel: { inFlight.cancel() }
+            switch result {
+            case .success(let o): outcomes = o
+            case .failure(let e): throw .transport(e)
+            }
+            try await record(outcomes, of: current)
+            succeeded()
+            guard let next else { return }
+            current = next
+        }
+    }
+
+    /// Reads the next batch after `after` in outbox order, seals it and uploads the attachments
+    /// it references; nil when nothing is pending (or the engine is paused).
+    private func prepareBatch(after: Int64) async throws(SyncFailure) -> PreparedBatch? {
         let store = self.store, space = self.space, name = info.name, limit = options.batchEnvelopes
         let pending = try await local("reading the outbox") { () throws(FerryError) in
-            try store.pending(space: space, transport: name, limit: limit)
+            try store.pending(space: space, transport: name, after: after, limit: limit)
         }
         // A pause set before these records were written stops them here, before they leave.
-        guard !pending.isEmpty, !isPaused() else { return false }
+        guard !pending.isEmpty, !isPaused() else { return nil }
         var batch: [Envelope] = []
         var versions: [RecordVersion] = []
         var bytes = 0
+        var last: Int64 = after
         for item in pending {
             let envelope = sealer.seal(item.version)
             let size = EnvelopeHeader.encodedSize + 4 + envelope.body.count
@@ -137,16 +183,23 @@ final class TransportRunner: Sendable {
             batch.append(envelope)
             versions.append(item.version)
             bytes += size
+            last = item.outboxSeq
         }
         try await uploadAttachments(of: versions)
-        let outcomes: [PushOutcome]
-        do { outcomes = try await transport.push(batch) } catch { throw .transport(error) }
-        guard outcomes.count == batch.count else {
-            throw .transport(.unavailable("the transport answered \(outcomes.count) outcomes for \(batch.count) envelopes"))
+        let cutShort = versions.count < pending.count
+        return PreparedBatch(envelopes: batch, versions: versions, lastOutboxSeq: last,
+                             more: cutShort || pending.count >= limit, cutShort: cutShort)
+    }
+
+    /// Records a pushed batch's outcomes in the outbox: acknowledged, or refused for good.
+    private func record(_ outcomes: [PushOutcome], of batch: PreparedBatch) async throws(SyncFailure) {
+        let store = self.store, space = self.space, name = info.name
+        guard outcomes.count == batch.envelopes.count else {
+            throw .transport(.unavailable("the transport answered \(outcomes.count) outcomes for \(batch.envelopes.count) envelopes"))
         }
         var acks: [(key: RecordKey, hlc: Stamp)] = []
         var refusals: [(RecordVersion, String)] = []
-        for (version, outcome) in zip(versions, outcomes) {
+        for (version, outcome) in zip(batch.versions, outcomes) {
             switch outcome {
             case .accepted, .duplicate: acks.append((version.key, version.hlc))
             case .rejected(let why): refusals.append((version, why))
@@ -169,7 +222,6 @@ final class TransportRunner: Sendable {
             $0.refused += Int64(refused.count)
             if let last = refused.last { $0.lastRefusal = "push of \(last.0.entity)/\(last.0.id): \(last.1)" }
         }
-        return versions.count < pending.count || pending.count >= limit
     }
 
     /// Seals and uploads the attachments `versions` reference that the transport lacks.

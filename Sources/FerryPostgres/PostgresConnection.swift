@@ -19,9 +19,8 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         handle = conn
         guard PQstatus(conn) == CONNECTION_OK else {
-            let error = PostgresError(call: "connecting to \(PostgresConnection.target(conn))", message: PostgresConnection.message(conn))
-            PQfinish(conn)
-            throw error
+            // `deinit` runs for a failed init once `handle` is set: it calls PQfinish.
+            throw PostgresError(call: "connecting to \(PostgresConnection.target(conn))", message: PostgresConnection.message(conn))
         }
         try afterConnect()
     }

@@ -123,4 +123,32 @@ import Testing
         #expect(hub.generation(owner) == woken)
         #expect(page.events.count == 2)
     }
+
+    @Test func theWakeListenerReconnectsAndWakesEveryone() throws {
+        let conninfo = try PostgresCluster.shared().createDatabase()
+        let database = String(conninfo.split(separator: " ").first { $0.hasPrefix("dbname=") }!.dropFirst(7))
+        let mine = try PostgresRelayStorage(conninfo: conninfo, poolSize: 1)
+        let theirs = try PostgresRelayStorage(conninfo: conninfo, poolSize: 1)
+        try mine.createOwner(owner, quotaBytes: nil, now: 1)
+        let hub = LongPollHub()
+        let listener = try PostgresWakeListener(conninfo: conninfo, storage: mine, hub: hub, logger: RelayLogger(level: .error, useJournal: false))
+        listener.start()
+        defer { listener.stop() }
+        // The server drops the listening session: pushes meanwhile may be missed, so every
+        // waiter is woken once it listens again.
+        let before = hub.generation(owner)
+        let killed = try PostgresCluster.shared().sql(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'",
+            database: database)
+        #expect(killed.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        let t0 = Date()
+        while hub.generation(owner) == before, Date().timeIntervalSince(t0) < 10 { usleep(10_000) }
+        #expect(hub.generation(owner) != before)
+        let reconnected = hub.generation(owner)
+        _ = try theirs.push(owner, events: [TestEnvelopes.incoming(TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 1))],
+                            quotaBytes: 1 << 30, now: 2)
+        let t1 = Date()
+        while hub.generation(owner) == reconnected, Date().timeIntervalSince(t1) < 5 { usleep(5_000) }
+        #expect(hub.generation(owner) != reconnected && Date().timeIntervalSince(t1) < 1)
+    }
 }

@@ -20,8 +20,8 @@ RECORDS ?= 1000000
 APT_GET ?= apt-get
 
 # Debian packages the build needs: one per systemLibrary target in Package.swift, and
-# pkg-config, which SwiftPM uses to find them. A later issue adds libpq-dev here.
-DEB_PACKAGES := libsqlite3-dev libsodium-dev libsystemd-dev libmicrohttpd-dev pkg-config
+# pkg-config, which SwiftPM uses to find them.
+DEB_PACKAGES := libsqlite3-dev libsodium-dev libsystemd-dev libmicrohttpd-dev libpq-dev pkg-config
 # Debian packages only the tests need (reference clients, sync tools, databases): varlink-go's
 # certification client checks the Varlink layer; the Python reference client comes from PyPI,
 # into a venv the tests make.
@@ -32,6 +32,10 @@ DEB_TEST_PACKAGES += systemd
 # Two real Syncthing instances on loopback (Tests/FerryIntegrationTests/SyncthingPair.swift) are
 # the file-sync tool that folder-sync tests run two ferryd daemons over.
 DEB_TEST_PACKAGES += syncthing
+# The relay's PostgreSQL backend: the tests start throwaway clusters of their own with initdb and
+# postgres from /usr/lib/postgresql/N/bin (Tests/Support/FerryTestSupport/PostgresCluster.swift),
+# as nobody when run as root; Debian's packaged cluster is not used.
+DEB_TEST_PACKAGES += postgresql
 
 .PHONY: all deps test-deps build run test bench clean
 

@@ -28,6 +28,9 @@ let package = Package(
         .systemLibrary(
             name: "CMicroHTTPD", path: "Sources/C/CMicroHTTPD", pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(
+            name: "CPostgres", path: "Sources/C/CPostgres", pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]),
 
         // Pure layers: no I/O.
         .target(name: "FerryJSON"),
@@ -37,6 +40,7 @@ let package = Package(
         .target(name: "FerrySQLite", dependencies: ["CSQLite"]),
         .target(name: "FerryCrypto", dependencies: ["CSodium"]),
         .target(name: "FerrySystemd", dependencies: ["CSystemd"]),
+        .target(name: "FerryPostgres", dependencies: ["CPostgres"]),
 
         // Storage: records, outbox, change log, attachments on SQLite.
         .target(name: "FerryStore", dependencies: ["FerryModel", "FerrySQLite", "FerryCrypto", "FerryJSON"]),
@@ -56,11 +60,11 @@ let package = Package(
         .target(name: "FerryDaemon", dependencies: [
             "FerryAPI", "FerryStore", "FerrySync", "FerryVarlink", "FerrySystemd", "FerryJSON", "FerryModel"]),
 
-        // The relay: HTTP request model, routes, handlers, auth, storage (SQLite), long-poll hub,
+        // The relay: HTTP request model, routes, handlers, auth, storage (SQLite or PostgreSQL), long-poll hub,
         // metrics, configuration; the libmicrohttpd glue sits in Server/ and is the only importer
         // of CMicroHTTPD.
         .target(name: "FerryRelay", dependencies: [
-            "FerrySync", "FerryModel", "FerrySQLite", "FerryCrypto", "FerrySystemd", "FerryJSON", "CMicroHTTPD"]),
+            "FerrySync", "FerryModel", "FerrySQLite", "FerryPostgres", "FerryCrypto", "FerrySystemd", "FerryJSON", "CMicroHTTPD"]),
 
         // Executables.
         .executableTarget(name: "ferry-bench", dependencies: ["FerryStore", "FerrySQLite", "FerryModel", "FerryVarlink", "FerryJSON", "FerryClient", "FerrySync"]),

@@ -2,14 +2,13 @@ import FerryRelay
 import FerrySync
 import Foundation
 
-/// `ferry-relay admin ...`: owners, tokens and quotas, straight on the state directory.
+/// `ferry-relay admin ...`: owners, tokens and quotas, straight on the storage (the state
+/// directory's SQLite file, or the PostgreSQL database).
 enum AdminCommand {
     static func run(_ arguments: [String], configuration: RelayConfiguration) throws {
         guard let command = arguments.first else { throw UsageError(message: "admin needs a command") }
         var rest = Array(arguments.dropFirst())
-        try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        let storage = try SQLiteRelayStorage(path: configuration.databasePath)
+        let storage = try RelayBackend.openStorage(configuration)
         let now = RelayService.systemMillis()
         switch command {
         case "create-owner":

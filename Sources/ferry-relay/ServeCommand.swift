@@ -2,7 +2,7 @@ import FerryRelay
 import FerrySystemd
 import Foundation
 
-/// `ferry-relay serve`: opens the state, listens, tells systemd, and stops cleanly on SIGTERM.
+/// `ferry-relay serve`: opens the state (SQLite or PostgreSQL, see `RelayBackend`), listens, tells systemd, and stops cleanly on SIGTERM.
 enum ServeCommand {
     static func run(_ configuration: RelayConfiguration) -> Never {
         let logger = RelayLogger(level: configuration.logLevel)
@@ -17,12 +17,12 @@ enum ServeCommand {
         raiseFileLimit()
 
         let server: MicroHTTPDServer
+        let backend: RelayBackend
         do {
-            try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-            let storage = try SQLiteRelayStorage(path: configuration.databasePath)
-            let blobs = try BlobFiles(root: configuration.blobDirectory)
-            let service = RelayService(configuration: configuration, storage: storage, blobs: blobs, logger: logger)
+            let hub = LongPollHub()
+            backend = try RelayBackend.open(configuration, hub: hub, logger: logger)
+            let service = RelayService(configuration: configuration, storage: backend.storage, blobs: backend.blobs, logger: logger,
+                                       hub: hub)
             server = try MicroHTTPDServer(service: service, host: configuration.listenHost, port: configuration.listenPort)
             var certificate: String?, key: String?
             if let c = configuration.tlsCertificate, let k = configuration.tlsKey {
@@ -47,6 +47,7 @@ enum ServeCommand {
         logger.notice("stopping (signal \(received))")
         SystemdNotifier.stopping(status: "stopping")
         server.stop()
+        backend.close()
         logger.notice("stopped")
         exit(0)
     }

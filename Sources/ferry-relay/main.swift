@@ -1,5 +1,6 @@
 // ferry-relay: the HTTP relay server. `serve` runs it; `admin` manages owners and tokens in the
-// same state directory (safe while serve runs: SQLite in WAL mode).
+// same storage (safe while serve runs: SQLite in WAL mode, or PostgreSQL); `check-config` reads
+// the configuration and opens the storage, and says what is wrong.
 import FerryRelay
 import Foundation
 
@@ -9,6 +10,7 @@ let usage = """
            ferry-relay admin [--config FILE] tokens OWNER
            ferry-relay admin [--config FILE] revoke OWNER TOKEN_ID
            ferry-relay admin [--config FILE] set-quota OWNER BYTES|default
+           ferry-relay check-config [--config FILE]
     The default config file is /etc/ferry-relay/ferry-relay.conf when it exists.
     """
 
@@ -54,6 +56,16 @@ case "admin":
     } catch {
         fail("\(error)", status: 1)
     }
+case "check-config", "--check-config":
+    arguments.removeFirst()
+    let configuration = loadConfiguration(&arguments)
+    guard arguments.isEmpty else { fail("unexpected arguments: \(arguments.joined(separator: " "))\n" + usage, status: 2) }
+    do {
+        _ = try RelayBackend.openStorage(configuration)
+    } catch {
+        fail("the configuration reads, but the storage does not open: \(error)", status: 1)
+    }
+    print("configuration ok; storage \(configuration.storage.rawValue) opens")
 case "--help", "-h", "help":
     print(usage)
 default:

@@ -4,12 +4,19 @@ import FerryTestSupport
 import Foundation
 import Testing
 
-/// Real ferryd processes syncing through a real `ferry-relay` (SQLite) on loopback.
+/// Real ferryd processes syncing through a real `ferry-relay` on loopback, on each storage
+/// backend (SQLite, and PostgreSQL in a throwaway cluster).
 @Suite(.serialized) struct RelaySyncTests {
+    static let backends = ["sqlite", "postgresql"]
+
     /// A relay with an owner, and `count` devices of that owner on it: the first with the
     /// operator's token, the others paired with codes from the first.
-    static func setUp(_ count: Int, relayConfig: String = "", quota: Int64? = nil) async throws -> (RelayHarness, [SyncDevice], String) {
-        let relay = try RelayHarness(extraConfig: relayConfig)
+    static func setUp(_ count: Int, storage: String, relayConfig: String = "", quota: Int64? = nil) async throws -> (RelayHarness, [SyncDevice], String) {
+        var config = relayConfig
+        if storage == "postgresql" {
+            config = "Storage=postgresql\n" + relayConfig + "\n[PostgreSQL]\nConnection=\(try PostgresCluster.shared().createDatabase())\n"
+        }
+        let relay = try RelayHarness(extraConfig: config)
         try relay.start()
         var devices: [SyncDevice] = []
         var owner = ""
@@ -36,8 +43,8 @@ import Testing
         return true
     }
 
-    @Test func threeDevicesConvergeThroughTheRelay() async throws {
-        let (relay, devices, _) = try await Self.setUp(3)
+    @Test(arguments: RelaySyncTests.backends) func threeDevicesConvergeThroughTheRelay(_ storage: String) async throws {
+        let (relay, devices, _) = try await Self.setUp(3, storage: storage)
         let (a, b, c) = (devices[0], devices[1], devices[2])
         for i in 0..<40 { _ = try await a.client().put(entity: "note", id: "n\(i)", payload: ["i": .int(Int64(i)), "by": "a"]) }
         #expect(try await eventually(.seconds(30)) { try await c.records().count == 40 })
@@ -60,8 +67,8 @@ import Testing
         print("relay: one record A to B in \(ContinuousClock.now - started)")
     }
 
-    @Test func aRevokedTokenIsRefusedAndOthersGoOn() async throws {
-        let (relay, devices, owner) = try await Self.setUp(2)
+    @Test(arguments: RelaySyncTests.backends) func aRevokedTokenIsRefusedAndOthersGoOn(_ storage: String) async throws {
+        let (relay, devices, owner) = try await Self.setUp(2, storage: storage)
         let (a, b) = (devices[0], devices[1])
         _ = try await a.client().put(entity: "note", id: "first", payload: ["v": 1])
         #expect(try await eventually(.seconds(30)) { try await b.records()["first"] != nil })
@@ -79,8 +86,8 @@ import Testing
         #expect(b.harness.isRunning)
     }
 
-    @Test func aRelayKilledMidSyncLosesNothing() async throws {
-        let (relay, devices, _) = try await Self.setUp(2)
+    @Test(arguments: RelaySyncTests.backends) func aRelayKilledMidSyncLosesNothing(_ storage: String) async throws {
+        let (relay, devices, _) = try await Self.setUp(2, storage: storage)
         let (a, b) = (devices[0], devices[1])
         var items: [PutItem] = []
         for i in 0..<5000 { items.append(PutItem(entity: "note", id: "k\(i)", payload: ["i": .int(Int64(i))])) }

@@ -2,7 +2,8 @@ import FerryTestSupport
 import Foundation
 
 /// A real `ferry-relay serve` on 127.0.0.1 (a free port it picks) with a temporary state
-/// directory, plus the admin commands on the same state.
+/// directory, plus the admin commands on the same state. With `.postgresql` the state is a new
+/// database in the shared test cluster, or the `conninfo` given (to share one between relays).
 final class RelayHarness: @unchecked Sendable {
     // @unchecked: `process` and `port` change only in start/stop/crash, called by the owning test.
     let root: String
@@ -11,12 +12,23 @@ final class RelayHarness: @unchecked Sendable {
     private(set) var process: Process?
     private(set) var port = 0
 
-    init(extraConfig: String = "") throws {
+    /// The PostgreSQL database, when the backend is PostgreSQL.
+    let conninfo: String?
+
+    init(backend: TestBackend = .sqlite, conninfo: String? = nil, extraConfig: String = "") throws {
         root = NSTemporaryDirectory() + "ferry-relay-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         configPath = root + "/ferry-relay.conf"
         logPath = root + "/relay.log"
-        let config = "[Relay]\nListen=127.0.0.1:0\nStateDirectory=\(root)/state\nLogLevel=info\n" + extraConfig
+        var config = "[Relay]\nListen=127.0.0.1:0\nStateDirectory=\(root)/state\nLogLevel=info\n" + extraConfig
+        switch backend {
+        case .sqlite:
+            self.conninfo = nil
+        case .postgresql:
+            let database = try conninfo ?? PostgresCluster.shared().createDatabase()
+            self.conninfo = database
+            config += "\n[Relay]\nStorage=postgresql\n[PostgreSQL]\nConnection=\(database)\nPoolSize=3\n"
+        }
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
     }
 

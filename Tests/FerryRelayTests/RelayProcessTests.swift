@@ -3,7 +3,8 @@ import FerrySync
 import Foundation
 import Testing
 
-/// A real `ferry-relay serve` over HTTP on loopback. Serialized: several tests measure time.
+/// A real `ferry-relay serve` over HTTP on loopback, on each storage backend. Serialized:
+/// several tests measure time.
 @Suite(.serialized) struct RelayProcessTests {
     func hex(_ o: OwnerID) -> String { o.description }
 
@@ -23,8 +24,8 @@ import Testing
         (r.json["events"] as? [String] ?? []).map { Base64.decode($0.utf8) ?? [] }
     }
 
-    @Test func pushPullCursorsAndLongPoll() throws {
-        let relay = try RelayHarness()
+    @Test(arguments: TestBackend.allCases) func pushPullCursorsAndLongPoll(_ backend: TestBackend) throws {
+        let relay = try RelayHarness(backend: backend)
         try relay.start()
         let owner = TestEnvelopes.owner()
         let token = try relay.createOwner(hex(owner))
@@ -91,9 +92,9 @@ import Testing
         #expect(!relay.log.contains(token))
     }
 
-    @Test func compactionAndTombstoneRetention() throws {
+    @Test(arguments: TestBackend.allCases) func compactionAndTombstoneRetention(_ backend: TestBackend) throws {
         // About 0.9 s of retention; the sweeper runs every second.
-        let relay = try RelayHarness(extraConfig: "TombstoneRetentionDays=0.00001\n")
+        let relay = try RelayHarness(backend: backend, extraConfig: "TombstoneRetentionDays=0.00001\n")
         try relay.start()
         let owner = TestEnvelopes.owner()
         let token = try relay.createOwner(hex(owner))
@@ -125,8 +126,8 @@ import Testing
         #expect(info.json["events"] as? Int == 2)
     }
 
-    @Test func quotaThenDeleteAndBlobs() throws {
-        let relay = try RelayHarness()
+    @Test(arguments: TestBackend.allCases) func quotaThenDeleteAndBlobs(_ backend: TestBackend) throws {
+        let relay = try RelayHarness(backend: backend)
         try relay.start()
         let owner = TestEnvelopes.owner()
         let envelopes = (0..<4).map { TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 1000 + Int64($0), bodySize: 1000) }
@@ -180,8 +181,8 @@ import Testing
         #expect(try relay.call("PATCH", base + "/events", token: token).status == 405)
     }
 
-    @Test func tokensPairingAndRights() throws {
-        let relay = try RelayHarness(extraConfig: "PairingCodeLifetimeSeconds=1\n")
+    @Test(arguments: TestBackend.allCases) func tokensPairingAndRights(_ backend: TestBackend) throws {
+        let relay = try RelayHarness(backend: backend, extraConfig: "PairingCodeLifetimeSeconds=1\n")
         try relay.start()
         let owner = TestEnvelopes.owner(), other = TestEnvelopes.owner()
         let token = try relay.createOwner(hex(owner))
@@ -256,8 +257,8 @@ import Testing
         #expect(closedAfter > 1.5 && closedAfter < 6, "closed after \(closedAfter) s")
     }
 
-    @Test func aCrashMidPushStoresAllOrNothing() throws {
-        let relay = try RelayHarness()
+    @Test(arguments: TestBackend.allCases) func aCrashMidPushStoresAllOrNothing(_ backend: TestBackend) throws {
+        let relay = try RelayHarness(backend: backend)
         try relay.start()
         let owner = TestEnvelopes.owner()
         let token = try relay.createOwner(hex(owner))

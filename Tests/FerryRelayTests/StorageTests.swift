@@ -4,18 +4,19 @@ import FerryTestSupport
 import Foundation
 import Testing
 
-@Suite struct RelaySQLiteStorageTests {
+/// `RelayStorage`'s promises, checked on every backend (the same test on SQLite and PostgreSQL).
+@Suite struct RelayStorageTests {
     let dir = TempDir("relay-storage")
     let owner = TestEnvelopes.owner()
 
-    func storage() throws -> SQLiteRelayStorage {
-        let s = try SQLiteRelayStorage(path: dir.path + "/relay.db", synchronous: "NORMAL")
+    func storage(_ backend: TestBackend) throws -> any RelayStorage {
+        let s = try backend.makeStorage(in: dir)
         try s.createOwner(owner, quotaBytes: nil, now: 1)
         return s
     }
 
-    @Test func pushDedupesAndPullsInPages() throws {
-        let s = try storage()
+    @Test(arguments: TestBackend.allCases) func pushDedupesAndPullsInPages(_ backend: TestBackend) throws {
+        let s = try storage(backend)
         let envelopes = (0..<5).map { TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 1000 + Int64($0)) }
         #expect(try s.push(owner, events: envelopes.map(TestEnvelopes.incoming), quotaBytes: 1 << 30, now: 10) == Array(repeating: .stored, count: 5))
         #expect(try s.push(owner, events: [TestEnvelopes.incoming(envelopes[0])], quotaBytes: 1 << 30, now: 11) == [.duplicate])
@@ -34,8 +35,8 @@ import Testing
         #expect(throws: RelayStorageError.unknownOwner(other)) { try s.push(other, events: [], quotaBytes: 1, now: 1) }
     }
 
-    @Test func compactionKeepsTheNewestPerStreamAndCursorsSkipNothing() throws {
-        let s = try storage()
+    @Test(arguments: TestBackend.allCases) func compactionKeepsTheNewestPerStreamAndCursorsSkipNothing(_ backend: TestBackend) throws {
+        let s = try storage(backend)
         let stream = TestEnvelopes.stream()
         let v1 = TestEnvelopes.make(owner: owner, stream: stream, millis: 1000)
         let v2 = TestEnvelopes.make(owner: owner, stream: stream, millis: 2000)
@@ -54,8 +55,8 @@ import Testing
         #expect(try s.usage(owner)!.events == 2)
     }
 
-    @Test func tombstonesGoAfterTheRetention() throws {
-        let s = try storage()
+    @Test(arguments: TestBackend.allCases) func tombstonesGoAfterTheRetention(_ backend: TestBackend) throws {
+        let s = try storage(backend)
         let live = TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 1000)
         let tomb = TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 1000, deleted: true)
         _ = try s.push(owner, events: [live, tomb].map(TestEnvelopes.incoming), quotaBytes: 1 << 30, now: 100)
@@ -65,8 +66,8 @@ import Testing
         #expect(try s.usage(owner)!.events == 1 && s.usage(owner)!.eventBytes == Int64(live.encoded.count))
     }
 
-    @Test func quotaRefusesTheWholeBatch() throws {
-        let s = try storage()
+    @Test(arguments: TestBackend.allCases) func quotaRefusesTheWholeBatch(_ backend: TestBackend) throws {
+        let s = try storage(backend)
         let e = (0..<3).map { TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 1000 + Int64($0), bodySize: 100) }
         let size = Int64(e[0].encoded.count)
         _ = try s.push(owner, events: [TestEnvelopes.incoming(e[0])], quotaBytes: size * 2, now: 1)
@@ -88,8 +89,8 @@ import Testing
         #expect(try s.pull(owner, after: cursor, limit: 10, maxBytes: 1 << 20).events == [e[1].encoded])
     }
 
-    @Test func tokensAndPairingCodes() throws {
-        let s = try storage()
+    @Test(arguments: TestBackend.allCases) func tokensAndPairingCodes(_ backend: TestBackend) throws {
+        let s = try storage(backend)
         let token = AccessToken()
         try s.addToken(NewToken(id: "00000000000000aa", hash: token.hash, owner: owner, role: .owner, device: "laptop"), now: 5)
         #expect(try s.authenticate(tokenHash: token.hash, now: 6) == Authenticated(tokenID: "00000000000000aa", grants: [owner: .owner]))

@@ -187,10 +187,32 @@ import Testing
         #expect(c.listenHost == "::1" && c.listenPort == 9000)
         #expect(c.maxWaitSeconds == 5 && c.defaultQuotaBytes == 1000 && c.tombstoneRetentionDays == 0.5)
         for bad in ["[Relay]\nListen=nope", "[Relay]\nStorage=postgresql", "[Relay]\nMaxWaitSeconds=-1", "[Relay]\nNope=1",
-                    "[TLS]\nCertificate=/x", "[Relay]\nStateDirectory=relative"] {
+                    "[TLS]\nCertificate=/x", "[Relay]\nStateDirectory=relative", "[Relay]\nStorage=mysql",
+                    "[Relay]\nStorage=postgresql\n[PostgreSQL]\nConnection=host='unterminated",
+                    "[Relay]\nStorage=postgresql\n[PostgreSQL]\nConnection=nosuchkey=1",
+                    "[Relay]\nStorage=postgresql\n[PostgreSQL]\nConnection=host=x\nPoolSize=0"] {
             var d = RelayConfiguration(environment: [:])
             #expect(throws: RelayConfiguration.Problem.self, "\(bad)") { try d.apply(text: bad) }
         }
+        // A refused connection string is not echoed: it may hold a password.
+        var secret = RelayConfiguration(environment: [:])
+        do {
+            try secret.apply(text: "[Relay]\nStorage=postgresql\n[PostgreSQL]\nConnection=password=hunter2 nosuchkey=1")
+            Issue.record("a bad connection string was accepted")
+        } catch {
+            #expect(error.description.contains("[PostgreSQL] Connection=") && !error.description.contains("hunter2"))
+        }
+        var pg = RelayConfiguration(environment: [:])
+        try pg.apply(text: """
+            [Relay]
+            Storage=postgresql
+            [PostgreSQL]
+            Connection=host=127.0.0.1 port=5432 dbname=ferry user=ferry
+            PoolSize=8
+            """)
+        #expect(pg.storage == .postgresql && pg.postgresConnection == "host=127.0.0.1 port=5432 dbname=ferry user=ferry" && pg.postgresPoolSize == 8)
+        try pg.apply(text: "[PostgreSQL]\nConnection=postgresql://ferry@db.example:5433/ferry?sslmode=require")
+        #expect(pg.postgresConnection == "postgresql://ferry@db.example:5433/ferry?sslmode=require")
     }
 
     @Test func failureRateLimiter() {

@@ -1,8 +1,17 @@
+import FerryPostgres
 import Foundation
 
 /// ferry-relay's settings: defaults, then the config file. Every key is documented in
 /// `etc/ferry-relay.conf`.
 public struct RelayConfiguration: Sendable, Equatable {
+    /// Where the relay keeps its state.
+    public enum StorageBackend: String, Sendable, CaseIterable {
+        /// relay.db and blobs/ in the state directory: one relay process.
+        case sqlite
+        /// A PostgreSQL database, blobs included, that several relay processes may share.
+        case postgresql
+    }
+
     /// Log levels, as syslog priorities.
     public enum LogLevel: Int, Sendable, CaseIterable {
         case debug = 7, info = 6, notice = 5, warning = 4, error = 3
@@ -23,7 +32,7 @@ public struct RelayConfiguration: Sendable, Equatable {
     public var listenHost = "127.0.0.1"
     public var listenPort = 8470
     public var stateDirectory: String
-    public var storage = "sqlite"
+    public var storage = StorageBackend.sqlite
     public var maxWaitSeconds = 30
     public var defaultQuotaBytes: Int64 = 1 << 30
     public var tombstoneRetentionDays = 90.0
@@ -35,6 +44,12 @@ public struct RelayConfiguration: Sendable, Equatable {
     public var threads = 2
     public var pairingCodeLifetimeSeconds = 600
     public var logLevel: LogLevel = .info
+    // [PostgreSQL]
+    /// A libpq connection string or URI (`host=... port=... dbname=... user=...`); it may hold
+    /// a password, so nothing logs it.
+    public var postgresConnection: String?
+    /// Connections each relay process keeps (plus one that listens for other relays' pushes).
+    public var postgresPoolSize = 4
     // [TLS]
     public var tlsCertificate: String?
     public var tlsKey: String?
@@ -55,8 +70,10 @@ public struct RelayConfiguration: Sendable, Equatable {
 
     /// The SQLite file in the state directory.
     public var databasePath: String { stateDirectory + "/relay.db" }
-    /// Where blob files live.
+    /// Where blob files live (SQLite).
     public var blobDirectory: String { stateDirectory + "/blobs" }
+    /// Where uploads wait before they go into the database (PostgreSQL).
+    public var blobSpoolDirectory: String { stateDirectory + "/blob-spool" }
 
     /// Why a configuration was refused: the file, line and key, and what is allowed.
     public struct Problem: Error, Sendable, CustomStringConvertible {
@@ -97,8 +114,8 @@ public struct RelayConfiguration: Sendable, Equatable {
                 guard e.value.hasPrefix("/") else { throw fail("expected an absolute path") }
                 stateDirectory = e.value
             case ("Relay", "Storage"):
-                guard e.value == "sqlite" else { throw fail("only sqlite is supported by this build") }
-                storage = e.value
+                guard let backend = StorageBackend(rawValue: e.value) else { throw fail("expected sqlite or postgresql") }
+                storage = backend
             case ("Relay", "MaxWaitSeconds"): maxWaitSeconds = Int(try int(0...3600))
             case ("Relay", "DefaultQuotaBytes"): defaultQuotaBytes = try int(0...Int64.max / 2)
             case ("Relay", "TombstoneRetentionDays"):
@@ -115,6 +132,13 @@ public struct RelayConfiguration: Sendable, Equatable {
             case ("Relay", "LogLevel"):
                 guard let level = LogLevel(name: e.value) else { throw fail("expected debug, info, notice, warning or error") }
                 logLevel = level
+            case ("PostgreSQL", "Connection"):
+                // libpq's own message names the bad keyword or quote; the value is never echoed
+                // (it may hold a password).
+                if let problem = PostgresConnection.validate(conninfo: e.value) { throw fail("not a libpq connection string or URI: \(problem)") }
+                guard !e.value.isEmpty else { throw fail("expected a libpq connection string, such as host=127.0.0.1 port=5432 dbname=ferry user=ferry") }
+                postgresConnection = e.value
+            case ("PostgreSQL", "PoolSize"): postgresPoolSize = Int(try int(1...256))
             case ("TLS", "Certificate"):
                 guard e.value.isEmpty || e.value.hasPrefix("/") else { throw fail("expected an absolute path") }
                 tlsCertificate = e.value.isEmpty ? nil : e.value
@@ -124,6 +148,9 @@ public struct RelayConfiguration: Sendable, Equatable {
             default:
                 throw fail("unknown key (see etc/ferry-relay.conf for every key)")
             }
+        }
+        if storage == .postgresql, postgresConnection == nil {
+            throw Problem(description: "\(file): [Relay] Storage=postgresql needs [PostgreSQL] Connection= (a libpq connection string, such as host=127.0.0.1 port=5432 dbname=ferry user=ferry)")
         }
         if (tlsCertificate == nil) != (tlsKey == nil) {
             throw Problem(description: "\(file): [TLS] needs both Certificate= and Key=, or neither")

@@ -8,6 +8,18 @@ public struct HTTPResponse: Sendable, Equatable {
         case bytes([UInt8])
         /// A file's bytes, streamed by the glue (`size` bytes from the start).
         case file(path: String, size: Int)
+        /// `size` bytes the glue reads from `source` piece by piece as the client takes them.
+        case stream(size: Int, source: any BodySource)
+
+        public static func == (a: Body, b: Body) -> Bool {
+            switch (a, b) {
+            case (.empty, .empty): true
+            case (.bytes(let x), .bytes(let y)): x == y
+            case (.file(let p, let s), .file(let q, let t)): p == q && s == t
+            case (.stream(let s, let x), .stream(let t, let y)): s == t && x === y
+            default: false
+            }
+        }
     }
 
     public var status: Int
@@ -41,4 +53,11 @@ public struct HTTPResponse: Sendable, Equatable {
     public static func == (a: HTTPResponse, b: HTTPResponse) -> Bool {
         a.status == b.status && a.body == b.body && a.headers.map { "\($0.0):\($0.1)" } == b.headers.map { "\($0.0):\($0.1)" }
     }
+}
+
+/// Produces a streamed response body on demand.
+public protocol BodySource: AnyObject, Sendable {
+    /// Up to `maxBytes` bytes from `offset` (at least one while `offset` is below the size).
+    /// - Throws: when the bytes cannot be read; the glue then cuts the connection short.
+    func read(offset: Int64, maxBytes: Int) throws -> [UInt8]
 }

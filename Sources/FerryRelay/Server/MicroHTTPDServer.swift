@@ -140,6 +140,12 @@ public final class MicroHTTPDServer: @unchecked Sendable {
         init(target: String) { self.target = target }
     }
 
+    /// A streamed body's source, kept alive by libmicrohttpd until it frees the response.
+    private final class StreamBox {
+        let source: any BodySource
+        init(_ source: any BodySource) { self.source = source }
+    }
+
     /// A connection pointer handed to the resume closure (libmicrohttpd allows resuming from
     /// any thread).
     private struct ConnectionHandle: @unchecked Sendable {
@@ -262,6 +268,17 @@ public final class MicroHTTPDServer: @unchecked Sendable {
                     }
                 }
             }
+        case .stream(let size, let source):
+            let box = Unmanaged.passRetained(StreamBox(source)).toOpaque()
+            mhd = MHD_create_response_from_callback(UInt64(size), 64 << 10, { cls, pos, buffer, max in
+                let source = Unmanaged<StreamBox>.fromOpaque(cls!).takeUnretainedValue().source
+                // -2 is MHD_CONTENT_READER_END_WITH_ERROR: the client sees a short body, never wrong bytes.
+                guard let bytes = try? source.read(offset: Int64(pos), maxBytes: max), !bytes.isEmpty, bytes.count <= max,
+                      let buffer else { return -2 }
+                bytes.withUnsafeBytes { UnsafeMutableRawPointer(buffer).copyMemory(from: $0.baseAddress!, byteCount: bytes.count) }
+                return bytes.count
+            }, box, { cls in Unmanaged<StreamBox>.fromOpaque(cls!).release() })
+            if mhd == nil { Unmanaged<StreamBox>.fromOpaque(box).release() }
         }
         guard let mhd else { return MHD_Result.NO }
         for (name, value) in response.headers { MHD_add_response_header(mhd, name, value) }

@@ -22,6 +22,8 @@ public final class LongPollHub: @unchecked Sendable {
     private var waiters: [UInt64: Waiter] = [:]
     private var byOwner: [OwnerID: Set<UInt64>] = [:]
     private var nextID: UInt64 = 0
+    /// Added to every owner's generation: `wakeAll` moves them all at once.
+    private var epoch: UInt64 = 0
     private var state: State = .idle
 
     private enum State { case idle, running, stopped }
@@ -42,7 +44,7 @@ public final class LongPollHub: @unchecked Sendable {
     /// The owner's generation: read it before querying storage, pass it to `wait`.
     public func generation(_ owner: OwnerID) -> UInt64 {
         condition.lock(); defer { condition.unlock() }
-        return generations[owner, default: 0]
+        return generations[owner, default: 0] &+ epoch
     }
 
     /// Parks a waiter until a push to `owner` or `deadline`, then calls `resume` once (from the
@@ -52,7 +54,7 @@ public final class LongPollHub: @unchecked Sendable {
     public func wait(owner: OwnerID, generation: UInt64, deadline: ContinuousClock.Instant,
                      resume: @escaping @Sendable () -> Void) -> Bool {
         condition.lock(); defer { condition.unlock() }
-        guard state != .stopped, generations[owner, default: 0] == generation else { return false }
+        guard state != .stopped, generations[owner, default: 0] &+ epoch == generation else { return false }
         nextID += 1
         waiters[nextID] = Waiter(owner: owner, deadline: deadline, resume: resume)
         byOwner[owner, default: []].insert(nextID)
@@ -66,6 +68,18 @@ public final class LongPollHub: @unchecked Sendable {
         generations[owner, default: 0] &+= 1
         let ids = byOwner.removeValue(forKey: owner) ?? []
         let woken = ids.compactMap { waiters.removeValue(forKey: $0)?.resume }
+        condition.unlock()
+        for resume in woken { resume() }
+    }
+
+    /// Wakes every waiter, moving every owner's generation (a relay that may have missed pushes
+    /// made elsewhere, such as after its PostgreSQL listener reconnected).
+    public func wakeAll() {
+        condition.lock()
+        epoch &+= 1
+        let woken = waiters.values.map(\.resume)
+        waiters.removeAll()
+        byOwner.removeAll()
         condition.unlock()
         for resume in woken { resume() }
     }

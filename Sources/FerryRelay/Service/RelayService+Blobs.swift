@@ -15,12 +15,12 @@ extension RelayService {
         } catch {
             throw storageFailure(error)
         }
-        // The file goes in place before its record: a crash between the two leaves a file
+        // The bytes go in place before their record: a crash between the two leaves a file
         // without a record, which the next upload of the key replaces.
         do { try blobs.commit(temporary: temporary, owner: owner, key: key) } catch {
             unlink(temporary)
-            logger.error("storing a blob file failed: \(error)", ["owner": owner.description])
-            throw .storage("blob file: \(error)")
+            logger.error("storing a blob's bytes failed: \(error)", ["owner": owner.description])
+            throw .storage("blob bytes: \(error)")
         }
         do {
             let created = try storage.addBlob(owner, key: key, size: Int64(size), quotaBytes: configuration.defaultQuotaBytes, now: now())
@@ -37,6 +37,6 @@ extension RelayService {
         do { size = try storage.blobSize(owner, key: key) } catch { throw storageFailure(error) }
         guard let size else { throw .missing(what: "blob \(key)") }
         return HTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")],
-                            body: .file(path: blobs.path(owner, key), size: Int(size)))
+                            body: blobs.body(owner, key: key, size: size))
     }
 }

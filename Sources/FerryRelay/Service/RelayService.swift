@@ -13,13 +13,13 @@ public final class RelayService: Sendable {
     public let storage: any RelayStorage
     public let hub: LongPollHub
     public let metrics: RelayMetrics
-    public let blobs: BlobFiles
+    public let blobs: any BlobStore
     public let logger: RelayLogger
     let now: @Sendable () -> Int64
     let random: @Sendable (Int) -> [UInt8]
     let pairingFailures: FailureRateLimiter
 
-    public init(configuration: RelayConfiguration, storage: any RelayStorage, blobs: BlobFiles, logger: RelayLogger,
+    public init(configuration: RelayConfiguration, storage: any RelayStorage, blobs: any BlobStore, logger: RelayLogger,
                 hub: LongPollHub = LongPollHub(), metrics: RelayMetrics = RelayMetrics(),
                 now: @escaping @Sendable () -> Int64 = RelayService.systemMillis,
                 random: @escaping @Sendable (Int) -> [UInt8] = { SecureRandom.bytes($0) }) {

@@ -1,8 +1,9 @@
 import FerrySync
 
 /// The relay's persistent state: owners, grants and tokens, events with their compaction, blob
-/// metadata and pairing codes. `SQLiteRelayStorage` implements it today; a PostgreSQL backend
-/// implements the same protocol later.
+/// metadata and pairing codes. `SQLiteRelayStorage` (one relay process) and
+/// `PostgresRelayStorage` (any number of relay processes on one database) implement it alike;
+/// the storage tests run against both.
 ///
 /// Every method is synchronous, thread-safe and atomic: it either does all it says or throws
 /// and changes nothing. Times are milliseconds since the epoch, passed in by the caller (the
@@ -51,7 +52,7 @@ public protocol RelayStorage: Sendable {
     /// Drops tombstones stored before `storedBefore`; returns how many.
     func dropTombstones(storedBefore: Int64) throws(RelayStorageError) -> Int
 
-    // Blobs (the bytes are files the service manages; the storage counts them)
+    // Blobs (the bytes are the `BlobStore`'s; the storage records and counts them)
     /// The size of blob `key` of `owner`, or nil.
     func blobSize(_ owner: OwnerID, key: String) throws(RelayStorageError) -> Int64?
     /// Records blob `key` of `size` bytes; false when it was already there.

@@ -1,0 +1,49 @@
+import Foundation
+
+/// A fixed set of connections to one database, handed out one caller at a time.
+///
+/// `@unchecked Sendable`: `idle` and `pids` are guarded by `condition`; a connection is used only
+/// by the caller that checked it out, so each has exactly one owner at any moment.
+public final class PostgresPool: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var idle: [PostgresConnection]
+    private var pids: [ObjectIdentifier: Int32] = [:]
+    /// How many connections the pool holds.
+    public let size: Int
+
+    /// Opens `size` connections now, so a wrong address or password fails at start.
+    /// - Throws: `PostgresError` from the first connection that fails.
+    public init(conninfo: String, size: Int) throws(PostgresError) {
+        precondition(size >= 1, "a pool needs a connection")
+        self.size = size
+        var connections: [PostgresConnection] = []
+        for _ in 0..<size { connections.append(try PostgresConnection(conninfo: conninfo)) }
+        idle = connections
+        for c in connections { pids[ObjectIdentifier(c)] = c.backendPID }
+    }
+
+    /// The server processes of this pool's sessions (to tell our own notifications from others').
+    public var backendPIDs: Set<Int32> {
+        condition.lock(); defer { condition.unlock() }
+        return Set(pids.values)
+    }
+
+    /// Runs `body` with a connection of its own, waiting for one to be free. A connection the
+    /// server dropped is reconnected before use.
+    /// - Throws: what `body` throws, or `PostgresError` when reconnecting fails.
+    public func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        condition.lock()
+        while idle.isEmpty { condition.wait() }
+        let connection = idle.removeLast()
+        condition.unlock()
+        defer {
+            condition.lock()
+            idle.append(connection)
+            pids[ObjectIdentifier(connection)] = connection.backendPID
+            condition.signal()
+            condition.unlock()
+        }
+        if !connection.isHealthy { try connection.reset() }
+        return try body(connection)
+    }
+}

@@ -1,0 +1,154 @@
+import FerryRelay
+import FerrySync
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// What only the PostgreSQL backend has: connecting, migrating under concurrency, several
+/// storages (relay processes) on one database, blobs in the database, and the wake listener.
+@Suite struct PostgresRelayStorageTests {
+    let owner = TestEnvelopes.owner()
+
+    @Test func aRefusedConnectionNamesTheServerButNotThePassword() throws {
+        do {
+            _ = try PostgresRelayStorage(conninfo: "host=127.0.0.1 port=1 dbname=ferry user=ferry password=hunter2 connect_timeout=2", poolSize: 1)
+            Issue.record("connected to port 1")
+        } catch {
+            #expect(error.description.contains("127.0.0.1:1/ferry as ferry") && !error.description.contains("hunter2"))
+        }
+    }
+
+    @Test func relaysStartingAtOnceMigrateOnce() throws {
+        let conninfo = try PostgresCluster.shared().createDatabase()
+        let failures = Counter()
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            if (try? PostgresRelayStorage(conninfo: conninfo, poolSize: 1)) == nil { failures.add() }
+        }
+        #expect(failures.value == 0)
+        let again = try PostgresRelayStorage(conninfo: conninfo, poolSize: 1)
+        try again.createOwner(owner, quotaBytes: nil, now: 1)
+        let database = String(conninfo.split(separator: " ").first { $0.hasPrefix("dbname=") }!.dropFirst(7))
+        #expect(try PostgresCluster.shared().sql("SELECT string_agg(version::text, ',') FROM relay_schema", database: database)
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+    }
+
+    @Test func concurrentPushesAndSweepsThroughTwoStoragesKeepNumbersUnique() throws {
+        let conninfo = try PostgresCluster.shared().createDatabase()
+        let storages = [try PostgresRelayStorage(conninfo: conninfo, poolSize: 2), try PostgresRelayStorage(conninfo: conninfo, poolSize: 2)]
+        try storages[0].createOwner(owner, quotaBytes: nil, now: 1)
+        let failures = Counter()
+        let rounds = 25, perBatch = 4
+        DispatchQueue.concurrentPerform(iterations: 5) { worker in
+            let s = storages[worker % 2]
+            for round in 0..<rounds {
+                if worker == 4 {
+                    // The sweeper: tombstones of the other workers go while they push.
+                    if (try? s.dropTombstones(storedBefore: Int64.max)) == nil { failures.add() }
+                    continue
+                }
+                let batch = (0..<perBatch).map { i in
+                    TestEnvelopes.incoming(TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: Int64(round * 10 + i),
+                                                              deleted: i == 0))
+                }
+                if (try? s.push(owner, events: batch, quotaBytes: 1 << 30, now: Int64(round))) != Array(repeating: .stored, count: perBatch) {
+                    failures.add()
+                }
+            }
+        }
+        #expect(failures.value == 0)
+        _ = try storages[1].dropTombstones(storedBefore: Int64.max)
+        let page = try storages[1].pull(owner, after: .start, limit: 10_000, maxBytes: 1 << 30)
+        let live = 4 * rounds * (perBatch - 1)
+        #expect(page.events.count == live && Set(page.events).count == live)
+        // 400 numbers were taken, none twice: the last one is 400 whatever the sweeps removed.
+        #expect(page.cursor == Cursor(Int64(4 * rounds * perBatch)))
+        let usage = try #require(try storages[0].usage(owner))
+        #expect(usage.events == Int64(live) && usage.eventBytes == Int64(page.events.map(\.count).reduce(0, +)))
+    }
+
+    @Test func blobsLiveInTheDatabaseInPieces() throws {
+        let conninfo = try PostgresCluster.shared().createDatabase()
+        let storage = try PostgresRelayStorage(conninfo: conninfo, poolSize: 1)
+        try storage.createOwner(owner, quotaBytes: nil, now: 1)
+        let dir = TempDir("pg-blobs")
+        let blobs = try PostgresBlobStore(storage: storage, spool: dir.path + "/spool")
+        let key = String(repeating: "c", count: 64)
+        let bytes = (0..<(PostgresBlobStore.chunkBytes * 2 + 12345)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 11) }
+        for _ in 0..<2 { // a second upload of the key replaces the first
+            let (path, fd) = try blobs.createTemporary()
+            _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress!, $0.count) }
+            close(fd)
+            try blobs.commit(temporary: path, owner: owner, key: key)
+            #expect(!FileManager.default.fileExists(atPath: path))
+        }
+        #expect(try storage.addBlob(owner, key: key, size: Int64(bytes.count), quotaBytes: 1 << 30, now: 2))
+        guard case .stream(let size, let source) = blobs.body(owner, key: key, size: Int64(bytes.count)) else {
+            Issue.record("not a streamed body"); return
+        }
+        #expect(size == bytes.count)
+        var read: [UInt8] = []
+        while read.count < size { read += try source.read(offset: Int64(read.count), maxBytes: 65536 + 3) }
+        #expect(read == bytes)
+        #expect(try source.read(offset: Int64(PostgresBlobStore.chunkBytes - 2), maxBytes: 10).count == 2)
+        #expect(throws: (any Error).self) { try source.read(offset: Int64(bytes.count), maxBytes: 10) }
+        #expect(try storage.deleteOwnerData(owner) == [key])
+        #expect(throws: (any Error).self) { try source.read(offset: Int64(PostgresBlobStore.chunkBytes + 5), maxBytes: 10) }
+    }
+
+    @Test func theWakeListenerWakesForOtherRelaysPushesOnly() throws {
+        let conninfo = try PostgresCluster.shared().createDatabase()
+        let mine = try PostgresRelayStorage(conninfo: conninfo, poolSize: 1)
+        let theirs = try PostgresRelayStorage(conninfo: conninfo, poolSize: 1)
+        try mine.createOwner(owner, quotaBytes: nil, now: 1)
+        let hub = LongPollHub()
+        let listener = try PostgresWakeListener(conninfo: conninfo, storage: mine, hub: hub, logger: RelayLogger(level: .error))
+        listener.start()
+        defer { listener.stop() }
+        let before = hub.generation(owner)
+        _ = try mine.push(owner, events: [TestEnvelopes.incoming(TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 1))],
+                          quotaBytes: 1 << 30, now: 2)
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(hub.generation(owner) == before, "this relay's own push is woken locally, not again by the listener")
+        let t0 = Date()
+        _ = try theirs.push(owner, events: [TestEnvelopes.incoming(TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 1))],
+                            quotaBytes: 1 << 30, now: 3)
+        while hub.generation(owner) == before, Date().timeIntervalSince(t0) < 5 { usleep(5_000) }
+        #expect(hub.generation(owner) != before)
+        #expect(Date().timeIntervalSince(t0) < 1)
+        // A push that stores nothing (a duplicate) notifies nobody.
+        let woken = hub.generation(owner)
+        let page = try theirs.pull(owner, after: .start, limit: 10, maxBytes: 1 << 20)
+        _ = try theirs.push(owner, events: [TestEnvelopes.incoming(try Envelope.decode(page.events[1]))], quotaBytes: 1 << 30, now: 4)
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(hub.generation(owner) == woken)
+        #expect(page.events.count == 2)
+    }
+
+    @Test func theWakeListenerReconnectsAndWakesEveryone() throws {
+        let conninfo = try PostgresCluster.shared().createDatabase()
+        let database = String(conninfo.split(separator: " ").first { $0.hasPrefix("dbname=") }!.dropFirst(7))
+        let mine = try PostgresRelayStorage(conninfo: conninfo, poolSize: 1)
+        let theirs = try PostgresRelayStorage(conninfo: conninfo, poolSize: 1)
+        try mine.createOwner(owner, quotaBytes: nil, now: 1)
+        let hub = LongPollHub()
+        let listener = try PostgresWakeListener(conninfo: conninfo, storage: mine, hub: hub, logger: RelayLogger(level: .error, useJournal: false))
+        listener.start()
+        defer { listener.stop() }
+        // The server drops the listening session: pushes meanwhile may be missed, so every
+        // waiter is woken once it listens again.
+        let before = hub.generation(owner)
+        let killed = try PostgresCluster.shared().sql(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'",
+            database: database)
+        #expect(killed.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        let t0 = Date()
+        while hub.generation(owner) == before, Date().timeIntervalSince(t0) < 10 { usleep(10_000) }
+        #expect(hub.generation(owner) != before)
+        let reconnected = hub.generation(owner)
+        _ = try theirs.push(owner, events: [TestEnvelopes.incoming(TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 1))],
+                            quotaBytes: 1 << 30, now: 2)
+        let t1 = Date()
+        while hub.generation(owner) == reconnected, Date().timeIntervalSince(t1) < 5 { usleep(5_000) }
+        #expect(hub.generation(owner) != reconnected && Date().timeIntervalSince(t1) < 1)
+    }
+}

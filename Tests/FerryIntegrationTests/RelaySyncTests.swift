@@ -102,8 +102,8 @@ import Testing
         #expect(try await Self.converged(devices))
     }
 
-    @Test func aQuotaReachedStopsPushesUntilTheRelayCopyIsDeleted() async throws {
-        let (relay, devices, owner) = try await Self.setUp(2)
+    @Test(arguments: RelaySyncTests.backends) func aQuotaReachedStopsPushesUntilTheRelayCopyIsDeleted(_ storage: String) async throws {
+        let (relay, devices, owner) = try await Self.setUp(2, storage: storage)
         let (a, b) = (devices[0], devices[1])
         _ = try await a.client().put(entity: "note", id: "small", payload: ["v": 1])
         #expect(try await eventually(.seconds(30)) { try await b.records()["small"] != nil })
@@ -126,8 +126,8 @@ import Testing
         #expect(status["events"]?.intValue ?? 0 >= 200)
     }
 
-    @Test func compactionWhileADeviceIsOfflineSkipsNothingThatSurvives() async throws {
-        let (relay, devices, owner) = try await Self.setUp(2)
+    @Test(arguments: RelaySyncTests.backends) func compactionWhileADeviceIsOfflineSkipsNothingThatSurvives(_ storage: String) async throws {
+        let (relay, devices, owner) = try await Self.setUp(2, storage: storage)
         let (a, b) = (devices[0], devices[1])
         for i in 0..<50 { _ = try await a.client().put(entity: "note", id: "r\(i)", payload: ["v": 0]) }
         #expect(try await eventually(.seconds(30)) { try await b.records().count == 50 })

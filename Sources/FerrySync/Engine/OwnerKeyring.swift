@@ -19,30 +19,36 @@ public final class OwnerKeyring: Sendable {
     /// The keys of `space`, made (and the space's owner id set) when it has none yet.
     /// - Throws: `spaceNotFound`, `storage`.
     public func keys(for space: String) throws(FerryError) -> OwnerKeys {
-        if let keys = cache.withLock({ $0[space] }) { return keys }
-        guard let info = store.spaces().first(where: { $0.name == space }) else { throw .spaceNotFound(String(space.prefix(80))) }
-        let keys: OwnerKeys
-        if let hex = try store.setting(Self.settingName(space)), let bytes = Self.bytes(hex: hex),
-           let stored = try? OwnerKeys(rootKey: bytes) {
-            keys = stored
-        } else {
-            keys = OwnerKeys.generate()
-            try store.setSetting(Self.settingName(space), Hex.encode(keys.rootKey))
+        // Loading and restoring hold the lock throughout, so a load that read the old key
+        // cannot overwrite a restore that happened meanwhile.
+        try cache.withLock { (cache: inout [String: OwnerKeys]) throws(FerryError) -> OwnerKeys in
+            if let keys = cache[space] { return keys }
+            guard let info = store.spaces().first(where: { $0.name == space }) else { throw .spaceNotFound(String(space.prefix(80))) }
+            let keys: OwnerKeys
+            if let hex = try store.setting(Self.settingName(space)), let bytes = Self.bytes(hex: hex),
+               let stored = try? OwnerKeys(rootKey: bytes) {
+                keys = stored
+            } else {
+                keys = OwnerKeys.generate()
+                try store.setSetting(Self.settingName(space), Hex.encode(keys.rootKey))
+            }
+            if info.ownerID != keys.owner.description {
+                try store.setOwner(space: space, ownerID: keys.owner.description)
+            }
+            cache[space] = keys
+            return keys
         }
-        if info.ownerID != keys.owner.description {
-            try store.setOwner(space: space, ownerID: keys.owner.description)
-        }
-        cache.withLock { $0[space] = keys }
-        return keys
     }
 
     /// Makes `space` belong to the owner of `keys` (a restored recovery phrase). The caller
     /// requeues the space's records and restarts its transports.
     public func restore(space: String, keys: OwnerKeys) throws(FerryError) {
-        guard store.spaces().contains(where: { $0.name == space }) else { throw .spaceNotFound(String(space.prefix(80))) }
-        try store.setSetting(Self.settingName(space), Hex.encode(keys.rootKey))
-        try store.setOwner(space: space, ownerID: keys.owner.description)
-        cache.withLock { $0[space] = keys }
+        try cache.withLock { (cache: inout [String: OwnerKeys]) throws(FerryError) in
+            guard store.spaces().contains(where: { $0.name == space }) else { throw .spaceNotFound(String(space.prefix(80))) }
+            try store.setSetting(Self.settingName(space), Hex.encode(keys.rootKey))
+            try store.setOwner(space: space, ownerID: keys.owner.description)
+            cache[space] = keys
+        }
     }
 
     /// The space whose owner is `owner`, if any.

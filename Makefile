@@ -70,16 +70,29 @@ endef
 deps:
 	$(call ensure_debs,$(DEB_PACKAGES))
 
-# PyPI's reference Varlink client, in a venv of our own (tests find it through FERRY_PYTHON).
+# Test tools from PyPI, in a venv of our own (tests find it through FERRY_PYTHON): the reference
+# Varlink client, and schemathesis, which checks ferry-relay against docs/relay.openapi.yaml
+# (Tests/FerryIntegrationTests/RelayContractTests.swift). Each is installed only when missing or
+# at another version; the schemathesis pin runs on Debian 12's Python 3.11.
 VENV := $(CURDIR)/.build/venv
-PYPI_TEST_PACKAGES := varlink
+SCHEMATHESIS_VERSION := 4.32.5
+# module=requirement: the module checked for, the requirement pip installs when it is missing.
+PYPI_TEST_PACKAGES := varlink=varlink schemathesis=schemathesis==$(SCHEMATHESIS_VERSION)
 
 test-deps: deps
 	$(call ensure_debs,$(DEB_TEST_PACKAGES))
-	@if ! "$(VENV)/bin/python3" -c 'import varlink' 2>/dev/null; then \
-	  echo "make: installing $(PYPI_TEST_PACKAGES) from PyPI into $(VENV)"; \
-	  python3 -m venv "$(VENV)" && "$(VENV)/bin/pip" install -q $(PYPI_TEST_PACKAGES); \
-	fi
+	@set -euo pipefail; \
+	missing=""; \
+	for entry in $(PYPI_TEST_PACKAGES); do \
+	  module="$${entry%%=*}"; requirement="$${entry#*=}"; \
+	  wanted="$${requirement#*==}"; [ "$$wanted" != "$$requirement" ] || wanted=""; \
+	  have="$$("$(VENV)/bin/python3" -c "import importlib.metadata as m; print(m.version('$$module'))" 2>/dev/null || true)"; \
+	  if [ -z "$$have" ] || { [ -n "$$wanted" ] && [ "$$have" != "$$wanted" ]; }; then missing="$$missing $$requirement"; fi; \
+	done; \
+	[ -n "$$missing" ] || exit 0; \
+	echo "make: installing$$missing from PyPI into $(VENV)"; \
+	[ -x "$(VENV)/bin/python3" ] || python3 -m venv "$(VENV)"; \
+	"$(VENV)/bin/pip" install -q $$missing
 
 build: deps
 	$(SWIFT) build $(SWIFTPM_FLAGS)

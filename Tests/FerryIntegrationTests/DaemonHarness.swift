@@ -110,8 +110,10 @@ enum Executables {
 
 /// Runs a command to completion and returns its exit status and combined output.
 @discardableResult
-func runCommand(_ path: String, _ arguments: [String], input: String? = nil, timeout: TimeInterval = 60) throws -> (status: Int32, output: String) {
+func runCommand(_ path: String, _ arguments: [String], input: String? = nil, timeout: TimeInterval = 60,
+                directory: String? = nil) throws -> (status: Int32, output: String) {
     let p = Process()
+    if let directory { p.currentDirectoryURL = URL(fileURLWithPath: directory) }
     p.executableURL = URL(fileURLWithPath: path.hasPrefix("/") ? path : "/usr/bin/env")
     p.arguments = path.hasPrefix("/") ? arguments : [path] + arguments
     let out = Pipe()

@@ -81,6 +81,31 @@ final class HTTPTestClient: @unchecked Sendable {
         return Response(status: status, headers: headers, body: Array(data[end.upperBound...]))
     }
 
+    /// A body in chunked transfer coding, in chunks of `chunkSize`, with its final empty chunk.
+    static func chunked(_ body: [UInt8], chunkSize: Int = 65536) -> [UInt8] {
+        var out: [UInt8] = []
+        var offset = 0
+        while offset < body.count {
+            let n = min(chunkSize, body.count - offset)
+            out += Array((String(n, radix: 16) + "\r\n").utf8) + body[offset..<(offset + n)] + Array("\r\n".utf8)
+            offset += n
+        }
+        return out + Array("0\r\n\r\n".utf8)
+    }
+
+    /// Waits up to `seconds` for the peer to close; true when it did (EOF or reset), discarding
+    /// whatever it sent first.
+    func closedByPeer(within seconds: Int) -> Bool {
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n == 0 { return true }
+            if n < 0 { return errno == ECONNRESET }
+        }
+    }
+
     /// One request on a fresh connection.
     static func call(port: Int, _ method: String, _ target: String, token: String? = nil, body: [UInt8]? = nil,
                      headers: [String] = []) throws -> Response {

@@ -21,6 +21,7 @@ static inline struct MHD_Daemon *_Nullable ferry_mhd_start(
     int listen_fd, unsigned int threads, unsigned int connection_limit, unsigned int timeout_seconds,
     size_t memory_limit, MHD_AccessHandlerCallback _Nonnull handler, void *_Nullable cls,
     MHD_RequestCompletedCallback _Nonnull completed, ferry_mhd_uri_logger _Nonnull uri_logger,
+    MHD_NotifyConnectionCallback _Nonnull notify_connection,
     const char *_Nullable cert_pem, const char *_Nullable key_pem) {
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME
         | MHD_USE_ERROR_LOG;
@@ -33,6 +34,7 @@ static inline struct MHD_Daemon *_Nullable ferry_mhd_start(
             MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
             MHD_OPTION_NOTIFY_COMPLETED, completed, cls,
             MHD_OPTION_URI_LOG_CALLBACK, uri_logger, cls,
+            MHD_OPTION_NOTIFY_CONNECTION, notify_connection, cls,
             MHD_OPTION_HTTPS_MEM_CERT, cert_pem,
             MHD_OPTION_HTTPS_MEM_KEY, key_pem,
             MHD_OPTION_END);
@@ -45,7 +47,14 @@ static inline struct MHD_Daemon *_Nullable ferry_mhd_start(
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
         MHD_OPTION_NOTIFY_COMPLETED, completed, cls,
         MHD_OPTION_URI_LOG_CALLBACK, uri_logger, cls,
+        MHD_OPTION_NOTIFY_CONNECTION, notify_connection, cls,
         MHD_OPTION_END);
+}
+
+/// The connection's socket, or -1.
+static inline int ferry_mhd_connection_fd(struct MHD_Connection *_Nonnull connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : (int)info->connect_fd;
 }
 
 /// The peer's address as text ("127.0.0.1", "::1"), or "unknown".

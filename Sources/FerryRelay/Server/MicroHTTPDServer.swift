@@ -8,7 +8,8 @@ import Foundation
 /// libmicrohttpd runs `threads` internal threads, each an epoll loop over its connections, with
 /// suspend/resume: a long-poll pull suspends its connection (no thread, no timeout) and
 /// `LongPollHub` resumes it on a push or at its deadline. A slow client costs a socket and a
-/// buffer, never a thread; `ConnectionTimeoutSeconds` closes idle ones.
+/// buffer, never a thread; `ConnectionTimeoutSeconds` closes idle ones, and `RequestDeadlines`
+/// drops those that trickle a request in.
 ///
 /// `@unchecked Sendable`: `daemon` is set by `start` and cleared by `stop`, both called by the one
 /// thread that runs the process; libmicrohttpd's threads only read the immutable fields.
@@ -18,6 +19,8 @@ public final class MicroHTTPDServer: @unchecked Sendable {
     public let port: Int
     private let listenFD: Int32
     private var daemon: OpaquePointer?
+    private let deadlines: RequestDeadlines
+    private let stopSweeping = DispatchSemaphore(value: 0)
     // libmicrohttpd keeps pointers to the PEM texts for the daemon's life.
     private var pems: [UnsafeMutablePointer<CChar>] = []
 
@@ -64,6 +67,7 @@ public final class MicroHTTPDServer: @unchecked Sendable {
         }
         listenFD = fd
         self.port = Int(boundPort)
+        deadlines = RequestDeadlines(limit: .seconds(service.configuration.connectionTimeoutSeconds))
     }
 
     /// True when this libmicrohttpd was built with TLS (Debian 12's is, with GnuTLS).
@@ -87,8 +91,10 @@ public final class MicroHTTPDServer: @unchecked Sendable {
                 return server.access(connection!, method: method!, data: data, size: size!, conCls: conCls!)
             }, cls,
             { cls, connection, conCls, _ in
-                guard let cls, let conCls, let raw = conCls.pointee else { return }
+                guard let cls else { return }
                 let server = Unmanaged<MicroHTTPDServer>.fromOpaque(cls).takeUnretainedValue()
+                if let connection { server.deadlines.requestEnded(UInt(bitPattern: connection)) }
+                guard let conCls, let raw = conCls.pointee else { return }
                 let exchange = Unmanaged<Exchange>.fromOpaque(raw).takeRetainedValue()
                 conCls.pointee = nil
                 server.completed(exchange)
@@ -96,16 +102,34 @@ public final class MicroHTTPDServer: @unchecked Sendable {
             { _, uri, _ in
                 Unmanaged.passRetained(Exchange(target: String(cString: uri))).toOpaque()
             },
+            { cls, connection, _, code in
+                guard let cls, let connection else { return }
+                let server = Unmanaged<MicroHTTPDServer>.fromOpaque(cls).takeUnretainedValue()
+                if code.rawValue == 0 {   // MHD_CONNECTION_NOTIFY_STARTED (1 is CLOSED)
+                    server.deadlines.opened(UInt(bitPattern: connection), fd: ferry_mhd_connection_fd(connection))
+                } else {
+                    server.deadlines.closed(UInt(bitPattern: connection))
+                }
+            },
             cert, key)
         guard daemon != nil else {
             throw Failure(description: "libmicrohttpd did not start (see the lines it logged above)")
         }
         service.hub.start()
+        let sweeper = Thread { [deadlines, stopSweeping, logger = service.logger] in
+            while stopSweeping.wait(timeout: .now() + 1) == .timedOut {
+                let n = deadlines.sweep()
+                if n > 0 { logger.notice("dropped \(n) connection(s) that sent no complete request head within ConnectionTimeoutSeconds") }
+            }
+        }
+        sweeper.name = "ferry-relay-deadlines"
+        sweeper.start()
     }
 
     /// Stops accepting, wakes every long-poll (they answer with what there is), and stops.
     public func stop() {
         guard let d = daemon else { return }
+        stopSweeping.signal()
         service.hub.shutdown()
         // Give the resumed long-polls a moment to be answered before the daemon closes them.
         usleep(100_000)
@@ -129,7 +153,12 @@ public final class MicroHTTPDServer: @unchecked Sendable {
         }
         let target: String
         let started = ContinuousClock.now
+        var bodyStarted = ContinuousClock.now
         var phase = Phase.new
+        /// Set when a chunked body passed its route's limit: the rest is read and dropped, and
+        /// the answer is this 413 (libmicrohttpd cannot answer before the upload ends).
+        var overLimit: RelayError?
+        var discardUntil: Int64 = 0
         var route = "unrouted"
         var status = 0
         var buffer: [UInt8] = []
@@ -158,6 +187,8 @@ public final class MicroHTTPDServer: @unchecked Sendable {
         let exchange = Unmanaged<Exchange>.fromOpaque(raw).takeUnretainedValue()
         switch exchange.phase {
         case .new:
+            deadlines.headReceived(UInt(bitPattern: connection))
+            exchange.bodyStarted = .now
             exchange.method = String(cString: method)
             let head = HTTPRequestHead(
                 method: exchange.method, target: exchange.target,
@@ -184,18 +215,42 @@ public final class MicroHTTPDServer: @unchecked Sendable {
             if count > 0 {
                 size.pointee = 0
                 exchange.received += Int64(count)
+                if deadlines.bodyTooSlow(started: exchange.bodyStarted, received: exchange.received) {
+                    service.logger.notice("dropped a connection whose body came in under \(RequestDeadlines.minBodyBytesPerSecond) bytes/s",
+                                          ["route": exchange.route])
+                    return MHD_Result.NO
+                }
+                if exchange.overLimit != nil {
+                    // Read and drop up to as much again (at most 16 MiB) so the client gets its
+                    // 413; beyond that, close.
+                    return exchange.received <= exchange.discardUntil ? MHD_Result.YES : MHD_Result.NO
+                }
                 switch prepared.bodyPlan {
                 case .discard:
                     return MHD_Result.YES
                 case .buffer(let limit):
-                    // Only a chunked body can get here past its limit (Content-Length was
-                    // checked): close the connection rather than read on.
-                    guard exchange.received <= Int64(limit) else { return MHD_Result.NO }
+                    // Only a chunked body can get here past its limit (Content-Length was checked).
+                    guard exchange.received <= Int64(limit) else {
+                        exchange.buffer = []
+                        exchange.overLimit = .tooLarge("the body is over the limit of \(limit) bytes")
+                        exchange.discardUntil = Int64(limit) + min(Int64(limit), 16 << 20)
+                        return MHD_Result.YES
+                    }
                     data!.withMemoryRebound(to: UInt8.self, capacity: count) {
                         exchange.buffer.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
                     }
                 case .spool(let limit):
-                    guard exchange.received <= limit, let spool = exchange.spool else { return MHD_Result.NO }
+                    guard exchange.received <= limit else {
+                        if let spool = exchange.spool {
+                            close(spool.fd)
+                            unlink(spool.path)
+                            exchange.spool = nil
+                        }
+                        exchange.overLimit = .tooLarge("the blob is over the limit of \(limit) bytes")
+                        exchange.discardUntil = limit + min(limit, 16 << 20)
+                        return MHD_Result.YES
+                    }
+                    guard let spool = exchange.spool else { return MHD_Result.NO }
                     var offset = 0
                     while offset < count {
                         let n = write(spool.fd, data! + offset, count - offset)
@@ -205,6 +260,7 @@ public final class MicroHTTPDServer: @unchecked Sendable {
                 }
                 return MHD_Result.YES
             }
+            if let error = exchange.overLimit { return respond(error.response, exchange, connection) }
             var body = RequestBody.none
             switch prepared.bodyPlan {
             case .discard: break

@@ -8,9 +8,11 @@ extension RelayService {
             throw .badRequest(code: "bad_request", message: "a blob upload needs a body")
         }
         do {
-            if try storage.blobSize(owner, key: key) != nil {
+            // The size stored, not the size sent: a key names its content, so the copy kept is
+            // the answer.
+            if let stored = try storage.blobSize(owner, key: key) {
                 unlink(temporary)
-                return .json(200, ["key": .string(key), "size": .int(Int64(size)), "created": false])
+                return .json(200, ["key": .string(key), "size": .int(stored), "created": false])
             }
         } catch {
             throw storageFailure(error)

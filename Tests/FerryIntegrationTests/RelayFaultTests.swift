@@ -1,0 +1,195 @@
+import FerryClient
+import FerryJSON
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// Real ferryd processes syncing through a real `ferry-relay` while things go wrong: the relay
+/// killed mid-push and mid-pull, connections cut mid-body both ways, slow responses, pushes
+/// replayed. In the end every record arrives exactly once: both daemons hold the same records,
+/// the relay holds one event per stream, B's change log has one change per record (nothing
+/// applied twice), and the daemons are still up.
+@Suite(.serialized) struct RelayFaultTests {
+    /// A relay with an owner, and devices `a` and `b` of it whose relay transport goes to
+    /// `location(relay)` (the relay itself, or a proxy in front of it).
+    static func setUp(through location: (RelayHarness) throws -> String = { $0.url })
+        async throws -> (relay: RelayHarness, a: SyncDevice, b: SyncDevice, owner: String, token: String) {
+        let relay = try RelayHarness()
+        try relay.start()
+        let url = try location(relay)
+        let a = try SyncDevice("a"), b = try SyncDevice("b")
+        try a.start()
+        try b.start()
+        let owner = try #require(try await a.client().spaces().first { $0.name == "private" }?.owner)
+        let (token, _) = try relay.createOwner(owner)
+        _ = try await a.client().addTransport(name: "relay", kind: "relay", location: url, token: token)
+        try await b.joinOwner(of: a)
+        let (code, _) = try await a.client().relayPairingCode()
+        _ = try await b.client().addTransport(name: "relay", kind: "relay", location: url, code: code)
+        return (relay, a, b, owner, token)
+    }
+
+    /// Writes `count` notes on `device` in PutMany calls of 500; their ids are `prefix` + index.
+    static func write(_ count: Int, on device: SyncDevice, prefix: String) async throws {
+        var items: [PutItem] = []
+        for i in 0..<count { items.append(PutItem(entity: "note", id: "\(prefix)\(i)", payload: ["i": .int(Int64(i)), "pad": .string(String(repeating: "x", count: 200))])) }
+        for start in stride(from: 0, to: count, by: 500) {
+            _ = try await device.client().putMany(Array(items[start..<min(start + 500, count)]))
+        }
+    }
+
+    /// The relay's event count for `owner`.
+    static func relayEvents(_ relay: RelayHarness, owner: String, token: String) throws -> Int {
+        let reply = try RelayHarness.rawHTTP(port: relay.port,
+            "GET /v1/owners/\(owner) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\nConnection: close\r\n\r\n")
+        guard let body = reply.range(of: "\r\n\r\n").map({ reply[$0.upperBound...] }),
+              let json = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
+              let events = json["events"] as? Int else { throw HarnessError("owner info: \(reply.prefix(300))") }
+        return events
+    }
+
+    /// How many times each record id appears in `device`'s change log, from its start.
+    static func changeCounts(_ device: SyncDevice) async throws -> [String: Int] {
+        let client = try device.client()
+        var end: Int64 = 0
+        for try await event in client.watch() {
+            if case .started(let cursor) = event { end = cursor }
+            break
+        }
+        var counts: [String: Int] = [:]
+        guard end > 0 else { return counts }
+        for try await event in client.watch(since: 0) {
+            guard case .change(let record, let cursor) = event else { continue }
+            counts[record.id, default: 0] += 1
+            if cursor >= end { break }
+        }
+        return counts
+    }
+
+    /// Both converged on `expected` records, exactly once on B and on the relay.
+    static func expectExactlyOnce(_ relay: RelayHarness, _ a: SyncDevice, _ b: SyncDevice, owner: String, token: String,
+                                  expected: Int, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        try await a.client().syncNow()
+        try await b.client().syncNow()
+        let arrived = try await eventually(.seconds(120), poll: .milliseconds(200)) {
+            let onB = try await b.records().count
+            let onA = try await a.records().count
+            return onA == expected && onB == expected
+        }
+        let onB = try await b.records().count
+        #expect(arrived, "b has \(onB) of \(expected)", sourceLocation: sourceLocation)
+        let (onA, all) = (try await a.records(), try await b.records())
+        #expect(onA == all, "a and b differ", sourceLocation: sourceLocation)
+        // One event per stream on the relay: nothing stored twice.
+        _ = try await eventually(.seconds(30)) { try relayEvents(relay, owner: owner, token: token) == expected }
+        let onRelay = try relayEvents(relay, owner: owner, token: token)
+        #expect(onRelay == expected, "the relay holds \(onRelay) events for \(expected) streams", sourceLocation: sourceLocation)
+        // B applied each version once: one change per record in its change log.
+        let counts = try await changeCounts(b)
+        #expect(counts.count == expected, "b's change log names \(counts.count) records", sourceLocation: sourceLocation)
+        let twice = counts.filter { $0.value != 1 }
+        #expect(twice.isEmpty, "applied more than once on b: \(twice.prefix(5))", sourceLocation: sourceLocation)
+        #expect(a.harness.isRunning && b.harness.isRunning, sourceLocation: sourceLocation)
+    }
+
+    @Test func theRelayKilledMidPushAndMidPullLosesAndDoublesNothing() async throws {
+        let (relay, a, b, owner, token) = try await Self.setUp()
+        let total = 4000
+        try await Self.write(total, on: a, prefix: "k")
+        // Mid-push: some of A's batches are on the relay, not all.
+        let midPush = try await eventually(.seconds(60), poll: .milliseconds(5)) {
+            try Self.relayEvents(relay, owner: owner, token: token) > 0
+        }
+        #expect(midPush)
+        relay.crash()
+        try await Task.sleep(for: .milliseconds(300))
+        try relay.start()
+        // Mid-pull: B has some of the records, not all.
+        let midPull = try await eventually(.seconds(60), poll: .milliseconds(5)) {
+            let n = try await b.client().status().records
+            return n > 0 && n < total
+        }
+        let bHad = try await b.client().status().records
+        print("relay fault: killed mid-pull: \(midPull) (b had \(bHad) of \(total))")
+        relay.crash()
+        try await Task.sleep(for: .milliseconds(300))
+        try relay.start()
+        try await Self.expectExactlyOnce(relay, a, b, owner: owner, token: token, expected: total)
+    }
+
+    @Test func connectionsCutMidBodyAndSlowResponsesThroughAFaultProxy() async throws {
+        var proxy: FaultProxy?
+        let (relay, a, b, owner, token) = try await Self.setUp { relay in
+            let p = try FaultProxy(upstreamPort: relay.port)
+            proxy = p
+            return p.url
+        }
+        let faults = try #require(proxy)
+        defer { faults.stop() }
+        var total = 0
+
+        // Requests cut mid-body: a batch of 400 envelopes is far larger than 20 KB, so every push
+        // breaks off inside its body; the relay must store none of a cut batch.
+        faults.set(.dropRequest(afterBytes: 20_000))
+        try await Self.write(1200, on: a, prefix: "req")
+        total += 1200
+        #expect(try await eventually(.seconds(30)) { faults.cuts >= 2 })
+        #expect(try Self.relayEvents(relay, owner: owner, token: token) == 0)
+        faults.set(.pass)
+        try await Self.expectExactlyOnce(relay, a, b, owner: owner, token: token, expected: total)
+
+        // Responses cut: a push is stored but its answer lost, so A (which moves on only past
+        // acknowledged batches) sends the same batch again and again, and the relay answers
+        // duplicate; B's pull pages break off mid-body and are pulled again.
+        faults.set(.dropResponse(afterBytes: 300))
+        let cutsBefore = faults.cuts
+        try await Self.write(1200, on: a, prefix: "resp")
+        let stored = total
+        total += 1200
+        #expect(try await eventually(.seconds(30)) { try Self.relayEvents(relay, owner: owner, token: token) > stored })
+        #expect(try await eventually(.seconds(30)) { faults.cuts > cutsBefore + 2 })
+        let unanswered = try Self.relayEvents(relay, owner: owner, token: token)
+        #expect(unanswered < total, "every push got through with its answer cut: \(unanswered)")
+        faults.set(.pass)
+        try await Self.expectExactlyOnce(relay, a, b, owner: owner, token: token, expected: total)
+
+        // Slow: every chunk held 150 ms both ways, while both write.
+        faults.set(.delay(milliseconds: 150))
+        try await Self.write(300, on: a, prefix: "slow-a")
+        try await Self.write(300, on: b, prefix: "slow-b")
+        total += 600
+        try await Self.expectExactlyOnce(relay, a, b, owner: owner, token: token, expected: total)
+        faults.set(.pass)
+    }
+
+    @Test func aReplayedPushIsADuplicateAndStoredOnce() async throws {
+        var proxy: FaultProxy?
+        let (relay, a, b, owner, token) = try await Self.setUp { relay in
+            let p = try FaultProxy(upstreamPort: relay.port)
+            proxy = p
+            return p.url
+        }
+        let capture = try #require(proxy)
+        defer { capture.stop() }
+        try await Self.write(500, on: a, prefix: "r")
+        try await Self.expectExactlyOnce(relay, a, b, owner: owner, token: token, expected: 500)
+        let pushes = capture.capturedRequests.flatMap(CapturedRequest.parse)
+            .filter { $0.method == "POST" && $0.target.hasSuffix("/events") }
+        #expect(pushes.count >= 2, "captured \(pushes.count) pushes")
+        // Replayed straight to the relay, as captured (with A's token): every event a duplicate.
+        for push in pushes {
+            let events = (try? JSONSerialization.jsonObject(with: Data(push.body)) as? [String: Any])?["events"] as? [Any] ?? []
+            let head = "POST \(push.target) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: \(push.headers["authorization"] ?? "")\r\n"
+                + "Content-Type: application/json\r\nContent-Length: \(push.body.count)\r\nConnection: close\r\n\r\n"
+            let reply = try RelayHarness.rawHTTP(port: relay.port, head + String(decoding: push.body, as: UTF8.self))
+            #expect(reply.hasPrefix("HTTP/1.1 200"), "\(reply.prefix(200))")
+            let body = reply.range(of: "\r\n\r\n").map { String(reply[$0.upperBound...]) } ?? ""
+            let results = (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["results"] as? [[String: Any]] ?? []
+            #expect(results.count == events.count && !results.isEmpty)
+            #expect(results.allSatisfy { $0["status"] as? String == "duplicate" }, "\(results.prefix(3))")
+        }
+        // Nothing new anywhere: the relay still holds one event per stream, B applied nothing again.
+        try await Task.sleep(for: .seconds(1))
+        try await Self.expectExactlyOnce(relay, a, b, owner: owner, token: token, expected: 500)
+    }
+}

@@ -67,7 +67,9 @@ let package = Package(
             "FerrySync", "FerryModel", "FerrySQLite", "FerryPostgres", "FerryCrypto", "FerrySystemd", "FerryJSON", "CMicroHTTPD"]),
 
         // Executables.
-        .executableTarget(name: "ferry-bench", dependencies: ["FerryStore", "FerrySQLite", "FerryModel", "FerryVarlink", "FerryJSON", "FerryClient", "FerrySync"]),
+        .executableTarget(name: "ferry-bench", dependencies: ["FerryStore", "FerrySQLite", "FerryModel", "FerryVarlink", "FerryJSON", "FerryClient", "FerrySync",
+                                                         // a throwaway PostgreSQL cluster for `relay --postgresql`
+                                                         "FerryTestSupport"]),
         .executableTarget(name: "ferryd", dependencies: ["FerryDaemon"]),
         .executableTarget(name: "ferryctl", dependencies: ["FerryClient", "FerryAPI", "FerryJSON"]),
         .executableTarget(name: "ferry-relay", dependencies: ["FerryRelay", "FerrySystemd"]),

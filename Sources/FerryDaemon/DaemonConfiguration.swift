@@ -49,7 +49,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var maxConnections: Int = 4096
     // [Sync]
     public var pollIntervalSeconds: Int = 30
-    public var debounceMilliseconds: Int = 25
+    public var debounceMilliseconds: Int = 10
     public var attachmentWaitSeconds: Int = 120
     // [Transport NAME] sections, in file order.
     public var transports: [DeclaredTransport] = []

@@ -2,6 +2,7 @@ import FerryClient
 import FerryJSON
 import FerryModel
 import FerrySync
+import FerryTestSupport
 import FerryVarlink
 import Foundation
 import Glibc
@@ -17,39 +18,53 @@ struct RelayBenchmark {
     var idle = 1000
     var ingestEvents = 200_000
     let batch = 1000
+    /// The relay's storage: SQLite, or a throwaway PostgreSQL cluster started for the run.
+    var postgresql = false
 
     static let usage = """
-        usage: ferry-bench relay [--records N] [--samples N] [--pushers N] [--idle N] [--events N] [--dir DIR]
+        usage: ferry-bench relay [--records N] [--samples N] [--pushers N] [--idle N] [--events N] [--postgresql] [--dir DIR]
 
           --records N    records put on A and timed to their arrival in B's Watch (default 200000)
           --samples N    single records timed from A's put to B's Watch (default 200)
           --pushers N    clients pushing envelopes straight to the relay (default 50)
           --idle N       idle devices long-polling meanwhile (default 1000)
           --events N     envelopes the pushers push in all (default 200000)
+          --postgresql   the relay on PostgreSQL (a throwaway cluster: initdb and postgres from
+                         Debian's postgresql package) instead of SQLite
         ferry-relay and ferryd (Durability=normal) are found next to ferry-bench.
         """
 
     init(arguments: ArraySlice<String>, scratch: ScratchDirectory) throws {
         self.scratch = scratch
-        let flags = try BenchFlags(arguments, numbers: ["--records", "--samples", "--pushers", "--idle", "--events"])
+        let flags = try BenchFlags(arguments, numbers: ["--records", "--samples", "--pushers", "--idle", "--events"], switches: ["--postgresql"])
         records = flags.numbers["--records"] ?? records
         latencySamples = flags.numbers["--samples"] ?? latencySamples
         pushers = flags.numbers["--pushers"] ?? pushers
         idle = flags.numbers["--idle"] ?? idle
         ingestEvents = flags.numbers["--events"] ?? ingestEvents
+        postgresql = flags.switches.contains("--postgresql")
     }
 
     func run() async throws {
         raiseOpenFileLimit(to: idle + pushers + 256)
         var config = ResultLine("relay.config")
-        config.add("storage", "sqlite")
+        config.add("storage", postgresql ? "postgresql" : "sqlite")
         config.add("records", records)
         config.add("pushers", pushers)
         config.add("idle_long_pollers", idle)
         config.add("events", ingestEvents)
         config.emit()
 
-        let relay = try RelayProcess(directory: try scratch.subdirectory("relay"), maxConnections: idle + pushers + 256)
+        var cluster: PostgresCluster?
+        var storageConfig = ""
+        if postgresql {
+            let c = try PostgresCluster(durable: true)
+            storageConfig = "Storage=postgresql\n[PostgreSQL]\nConnection=\(try c.createDatabase())\n"
+            cluster = c
+        }
+        defer { cluster?.stop() }
+        let relay = try RelayProcess(directory: try scratch.subdirectory("relay"), maxConnections: idle + pushers + 256,
+                                     storageConfig: storageConfig)
         defer { relay.stop() }
         let syncConfig = "[Sync]\nPollIntervalSeconds=30\n"
         let a = try Ferryd(directory: try scratch.subdirectory("a"), extraConfig: syncConfig)
@@ -240,7 +255,7 @@ final class RelayProcess {
     var url: String { "http://127.0.0.1:\(port)" }
     var configPath: String { directory + "/ferry-relay.conf" }
 
-    init(directory: String, maxConnections: Int) throws {
+    init(directory: String, maxConnections: Int, storageConfig: String = "") throws {
         self.directory = directory
         let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         executable = URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("ferry-relay").path
@@ -254,6 +269,7 @@ final class RelayProcess {
             StateDirectory=\(directory)/state
             MaxConnections=\(maxConnections)
             LogLevel=warning
+            \(storageConfig)
             """.write(toFile: directory + "/ferry-relay.conf", atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["serve", "--config", directory + "/ferry-relay.conf"]

@@ -3,7 +3,7 @@ public struct SyncOptions: Sendable {
     /// How often a caught-up loop looks again without a hint (writes, file events, long-poll).
     public var pollInterval: Duration = .seconds(30)
     /// Pushes are at least this far apart: writes within it go in the next batch together.
-    public var debounce: Duration = .milliseconds(25)
+    public var debounce: Duration = .milliseconds(10)
     /// How long a pull waits for an attachment blob to arrive before applying the records that
     /// reference it without it (the attachment is then missing here, and logged).
     public var attachmentWait: Duration = .seconds(120)

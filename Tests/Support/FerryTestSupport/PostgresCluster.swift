@@ -51,7 +51,9 @@ public final class PostgresCluster: @unchecked Sendable {
     }
 
     /// Starts a new cluster (prefer `shared()`; call `stop()` when done with this one).
-    public init() throws {
+    /// - Parameter durable: commits wait for fsync (PostgreSQL's defaults), as a production
+    ///   server would; tests leave it off for speed, benchmarks turn it on.
+    public init(durable: Bool = false) throws {
         bin = try PostgresCluster.findBin()
         PostgresCluster.removeAbandoned()
         let asRoot = geteuid() == 0
@@ -74,8 +76,8 @@ public final class PostgresCluster: @unchecked Sendable {
             let port = PostgresCluster.freePort()
             let p = try PostgresCluster.process(unprivileged: asRoot, bin + "/postgres", [
                 "-D", directory + "/data", "-k", directory, "-p", String(port),
-                "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
-                "-c", "full_page_writes=off", "-c", "max_connections=300", "-c", "log_min_messages=warning",
+                "-c", "listen_addresses=127.0.0.1", "-c", "fsync=\(durable ? "on" : "off")",
+                "-c", "synchronous_commit=\(durable ? "on" : "off")", "-c", "full_page_writes=\(durable ? "on" : "off")", "-c", "max_connections=300", "-c", "log_min_messages=warning",
             ])
             let logPath = directory + "/postgres.log"
             _ = FileManager.default.createFile(atPath: logPath, contents: nil)

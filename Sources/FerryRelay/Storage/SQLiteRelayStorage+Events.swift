@@ -3,7 +3,44 @@ import FerrySync
 
 extension SQLiteRelayStorage {
     public func push(_ owner: OwnerID, events: [IncomingEvent], quotaBytes defaultQuota: Int64, now: Int64) throws(RelayStorageError) -> [PushOutcome] {
-        try locked("storing events", write: true) {
+        try pushGroup.submit(PushGroup.Job(owner: owner, events: events, quota: defaultQuota, now: now)) { jobs in
+            self.commitGroup(jobs)
+        }
+    }
+
+    /// Stores the pushes of one group in one transaction (one sync to disk for all of them),
+    /// each in a savepoint of its own, so one that fails (over its quota) changes nothing and
+    /// the others still commit.
+    private func commitGroup(_ jobs: [PushGroup.Job]) {
+        lock.lock(); defer { lock.unlock() }
+        do {
+            try db.execute("BEGIN IMMEDIATE")
+        } catch {
+            for job in jobs { job.result = .failure(.database(context: "storing events", message: "\(error)")) }
+            return
+        }
+        for job in jobs {
+            do {
+                try db.execute("SAVEPOINT push")
+                let outcomes = try pushUnlocked(job.owner, events: job.events, quotaBytes: job.quota, now: job.now)
+                try db.execute("RELEASE push")
+                job.result = .success(outcomes)
+            } catch {
+                try? db.execute("ROLLBACK TO push")
+                try? db.execute("RELEASE push")
+                job.result = .failure((error as? RelayStorageError) ?? .database(context: "storing events", message: "\(error)"))
+            }
+        }
+        do {
+            try db.execute("COMMIT")
+        } catch {
+            try? db.execute("ROLLBACK")
+            for job in jobs { job.result = .failure(.database(context: "storing events", message: "\(error)")) }
+        }
+    }
+
+    private func pushUnlocked(_ owner: OwnerID, events: [IncomingEvent], quotaBytes defaultQuota: Int64, now: Int64) throws -> [PushOutcome] {
+        do {
             guard let before = try usageUnlocked(owner) else { throw RelayStorageError.unknownOwner(owner) }
             let ownerBytes = owner.bytes
             let seqQuery = try db.cached("SELECT next_seq FROM owners WHERE owner = ?")

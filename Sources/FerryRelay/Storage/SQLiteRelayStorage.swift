@@ -10,6 +10,8 @@ import Foundation
 public final class SQLiteRelayStorage: RelayStorage, @unchecked Sendable {
     let lock = NSLock()
     let db: Database
+    /// Concurrent pushes commit together (see `PushGroup`).
+    let pushGroup = PushGroup()
     public let path: String
 
     /// Opens (creating and migrating) the database at `path`.

@@ -72,7 +72,7 @@ enum TransportConfiguration {
             guard let location = location(of: info), let url = URL(string: location), let token = token(of: info) else {
                 throw .rejected("the relay transport \(info.name) has no URL or token; add it again")
             }
-            return RelayTransport(name: info.name, url: url, owner: keys.owner, token: token)
+            return RelayTransport(name: info.name, url: url, owner: keys.owner, token: token, device: device)
         default:
             throw .rejected("unknown transport kind \"\(info.kind)\" (this ferryd knows \(kinds.joined(separator: ", "))); remove it or update ferryd")
         }

@@ -1,5 +1,6 @@
 import FerryRelay
 import FerrySync
+import FerryModel
 import Foundation
 import Testing
 
@@ -90,6 +91,38 @@ import Testing
         #expect(health.status == 200 && health.text == "ok\n")
         #expect(relay.stop() == 0)
         #expect(!relay.log.contains(token))
+    }
+
+    /// A device can leave its own pushes out of its pulls; the cursor still moves past them,
+    /// so nothing of another device's is skipped and nothing of its own comes back.
+    @Test(arguments: TestBackend.allCases) func pullsCanSkipTheDevicesOwnEvents(_ backend: TestBackend) throws {
+        let relay = try RelayHarness(backend: backend)
+        try relay.start()
+        let owner = TestEnvelopes.owner()
+        let token = try relay.createOwner(hex(owner))
+        let base = "/v1/owners/\(hex(owner))"
+        func from(_ device: UInt64, _ millis: Int64) -> Envelope {
+            var e = TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: millis)
+            e.header.device = NodeID(device)
+            return e
+        }
+        let mine = [from(7, 1), from(7, 2), from(7, 5)]
+        let theirs = [from(9, 3), from(9, 4)]
+        #expect(try relay.call("POST", base + "/events", token: token, body: pushBody([mine[0], mine[1], theirs[0], theirs[1], mine[2]])).status == 200)
+        let all = try relay.call("GET", base + "/events", token: token)
+        let skipping = try relay.call("GET", base + "/events?skipDevice=0000000000000007", token: token)
+        #expect(pulled(skipping) == theirs.map(\.encoded))
+        #expect(skipping.json["cursor"] as? String == all.json["cursor"] as? String)
+        // Pages: the limit counts what was read, so a page of only own events is empty, with
+        // `more` and a cursor past them.
+        let first = try relay.call("GET", base + "/events?skipDevice=0000000000000007&limit=2", token: token)
+        #expect(pulled(first).isEmpty && first.json["more"] as? Bool == true)
+        let cursor = try #require(first.json["cursor"] as? String)
+        let second = try relay.call("GET", base + "/events?skipDevice=0000000000000007&limit=2&after=\(cursor)", token: token)
+        #expect(pulled(second) == theirs.map(\.encoded))
+        let bad = try relay.call("GET", base + "/events?skipDevice=7", token: token)
+        #expect(bad.status == 400 && bad.json["error"] as? String == "bad_device")
+        #expect(relay.stop() == 0)
     }
 
     @Test(arguments: TestBackend.allCases) func compactionAndTombstoneRetention(_ backend: TestBackend) throws {

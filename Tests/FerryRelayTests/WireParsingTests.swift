@@ -89,7 +89,9 @@ import Testing
         #expect(p == PullParameters(after: .start, limit: 400, waitSeconds: 0))
         #expect(try PullParameters.parse(["after": "5", "limit": "1000", "wait": "30"], maxWait: 30)
             == PullParameters(after: Cursor(5), limit: 1000, waitSeconds: 30))
-        for bad: [String: String] in [["limit": "0"], ["limit": "1001"], ["limit": "+5"], ["wait": "31"], ["wait": "-1"], ["after": "x"]] {
+        #expect(try PullParameters.parse(["skipDevice": "00000000000000ff"], maxWait: 30).skipDevice == [0, 0, 0, 0, 0, 0, 0, 0xff])
+        for bad: [String: String] in [["limit": "0"], ["limit": "1001"], ["limit": "+5"], ["wait": "31"], ["wait": "-1"], ["after": "x"],
+                                      ["skipDevice": "00000000000000FF"], ["skipDevice": "ff"], ["skipDevice": "000000000000000g"]] {
             #expect(throws: RelayError.self, "\(bad)") { try PullParameters.parse(bad, maxWait: 30) }
         }
     }

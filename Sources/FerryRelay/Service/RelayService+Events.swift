@@ -61,11 +61,16 @@ extension RelayService {
         } catch {
             throw storageFailure(error)
         }
-        if page.events.isEmpty, params.waitSeconds > 0, mayWait {
+        // The device's own events are read (so the cursor moves past them) but not sent back.
+        var events = page.events
+        if let skip = params.skipDevice {
+            events.removeAll { $0.count >= 26 && $0[18..<26].elementsEqual(skip) }
+        }
+        if events.isEmpty, !page.more, params.waitSeconds > 0, mayWait {
             return .wait(owner: owner, generation: generation, deadline: .now + .seconds(params.waitSeconds))
         }
         return .respond(.json(200, [
-            "events": .array(page.events.map { .string(Base64.encode($0)) }),
+            "events": .array(events.map { .string(Base64.encode($0)) }),
             "cursor": .string(page.cursor.description),
             "more": .bool(page.more),
         ]))

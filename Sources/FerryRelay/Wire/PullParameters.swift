@@ -1,8 +1,11 @@
-/// The query of a pull: `after`, `limit`, `wait`. Pure.
+/// The query of a pull: `after`, `limit`, `wait`, `skipDevice`. Pure.
 public struct PullParameters: Sendable, Equatable {
     public var after: Cursor
     public var limit: Int
     public var waitSeconds: Int
+    /// Leave out events this device sealed (its own pushes): 16 lowercase hex digits, the
+    /// header's device id. The cursor still moves past them.
+    public var skipDevice: [UInt8]?
 
     /// - Throws: `RelayError.badRequest` naming the parameter and what it allows.
     public static func parse(_ query: [String: String], maxWait: Int) throws(RelayError) -> PullParameters {
@@ -24,6 +27,13 @@ public struct PullParameters: Sendable, Equatable {
                 throw .badRequest(code: "bad_wait", message: "wait= must be a whole number of seconds from 0 to \(maxWait)")
             }
             p.waitSeconds = n
+        }
+        if let device = query["skipDevice"] {
+            let utf8 = Array(device.utf8)
+            guard utf8.count == 16, utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+                throw .badRequest(code: "bad_device", message: "skipDevice= must be a device id: 16 lowercase hex digits")
+            }
+            p.skipDevice = stride(from: 0, to: 16, by: 2).map { UInt8(String(decoding: utf8[$0..<($0 + 2)], as: UTF8.self), radix: 16)! }
         }
         return p
     }

@@ -14,14 +14,17 @@ public final class RelayTransport: Transport {
     public let name: String
     public let base: URL
     public let owner: OwnerID
+    /// This device: its own events are not pulled back.
+    public let device: NodeID?
     private let http: RelayHTTP
     private let session: URLSession
     /// The longest long-poll asked for (the relay caps it to its own maximum).
     public let maxWait: Duration
     private let lastProblem = Mutex<String?>(nil)
 
-    public init(name: String, url: URL, owner: OwnerID, token: String, maxWait: Duration = .seconds(25)) {
+    public init(name: String, url: URL, owner: OwnerID, token: String, device: NodeID? = nil, maxWait: Duration = .seconds(25)) {
         self.name = name
+        self.device = device
         self.base = url
         self.owner = owner
         self.maxWait = maxWait
@@ -56,6 +59,7 @@ public final class RelayTransport: Transport {
         let seconds = Int(min(wait, maxWait).components.seconds)
         var query: [(String, String)] = [("limit", String(min(max(limit, 1), 1000))), ("wait", String(max(seconds, 0)))]
         if let cursor, !cursor.isEmpty { query.append(("after", cursor)) }
+        if let device { query.append(("skipDevice", device.description)) }
         let request = http.request("GET", ownerPath + "/events", query: query, timeout: TimeInterval(seconds + 30))
         let reply: RelayHTTP.Reply
         do {

@@ -125,6 +125,31 @@ struct RelayBenchmark {
         }
         let endToEnd = Double(total) / (Double(Monotonic.nanos() - t0) / 1e9)
         let raw = try BaselineDatabase.insertRate(directory: try scratch.subdirectory("raw"), records: total, batch: batch, payload: payloadText)
+        // Each side alone, for where the time goes: A pushes with B paused, then B pulls.
+        try await clientB.setSyncPaused(true)
+        let stagedRequests = (0..<max(1, batches / 4)).map { bi in
+            VarlinkCallMessage(method: "io.ferry.Store.PutMany", parameters: ["records": .array((0..<batch).map { i in
+                ["entity": "bulk", "id": .string(String(format: "S%06d-%04d", bi, i)), "payload": .object(payload)]
+            })]).encoded()
+        }
+        let stagedTotal = stagedRequests.count * batch
+        let stagedBefore = watcher.bulkCount
+        let s0 = Monotonic.nanos()
+        for request in stagedRequests { _ = try writer.roundTrip(request) }
+        let sWritten = Monotonic.nanos()
+        while try await !clientA.outbox(limit: 1).isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        let sPushed = Monotonic.nanos()
+        try await clientB.setSyncPaused(false)
+        let sResumed = Monotonic.nanos()
+        while watcher.bulkCount - stagedBefore < stagedTotal { try await Task.sleep(for: .milliseconds(5)) }
+        let sApplied = Monotonic.nanos()
+        var staged = ResultLine("relay.staged")
+        staged.add("records", stagedTotal)
+        staged.add("a_put_per_s", Int(Double(stagedTotal) / (Double(sWritten - s0) / 1e9)))
+        staged.add("a_push_after_puts_per_s", Int(Double(stagedTotal) / (Double(sPushed - sWritten) / 1e9)))
+        staged.add("b_pull_and_apply_per_s", Int(Double(stagedTotal) / (Double(sApplied - sResumed) / 1e9)))
+        staged.emit()
+
         var throughput = ResultLine("relay.throughput")
         throughput.add("records", total)
         throughput.add("a_to_b_watch_per_s", Int(endToEnd.rounded()))

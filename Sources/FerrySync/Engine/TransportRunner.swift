@@ -133,15 +133,13 @@ final class TransportRunner: Sendable {
 
     /// Pushes what the outbox holds for the transport, batch after batch, and returns when it
     /// is empty. Pipelined: while one batch is on its way, the next is read, sealed and its
-    /// attachments uploaded; outcomes are recorded in order. A failure drops the batch being
-    /// prepared (the outbox still has it) and is thrown.
+    /// attachments uploaded, and it leaves as soon as the first is answered, while the first's
+    /// outcomes are recorded. Outcomes are recorded in order. A failure stops the round (what
+    /// was not acknowledged stays in the outbox) and is thrown.
     private func pushRound() async throws(SyncFailure) {
         guard var current = try await prepareBatch(after: 0) else { return }
+        var inFlight = send(current)
         while true {
-            let transport = self.transport, envelopes = current.envelopes
-            let inFlight = Task { () async -> Result<[PushOutcome], TransportFailure> in
-                do throws(TransportFailure) { return .success(try await transport.push(envelopes)) } catch { return .failure(error) }
-            }
             let next: PreparedBatch?
             do {
                 next = current.more ? try await prepareBatch(after: current.cutShort ? 0 : current.lastOutboxSeq) : nil
@@ -151,15 +149,32 @@ final class TransportRunner: Sendable {
                 throw error
             }
             let outcomes: [PushOutcome]
-            let result = await withTaskCancellationHandler { await inFlight.value } onCancel: { inFlight.cancel() }
-            switch result {
+            let sending = inFlight
+            switch await withTaskCancellationHandler(operation: { await sending.value }, onCancel: { sending.cancel() }) {
             case .success(let o): outcomes = o
             case .failure(let e): throw .transport(e)
             }
-            try await record(outcomes, of: current)
+            // The next batch leaves now; this one's outcomes are recorded meanwhile.
+            let following = next.map { send($0) }
+            do {
+                try await record(outcomes, of: current)
+            } catch {
+                following?.cancel()
+                _ = await following?.value
+                throw error
+            }
             succeeded()
-            guard let next else { return }
+            guard let next, let following else { return }
             current = next
+            inFlight = following
+        }
+    }
+
+    /// Starts pushing a batch; the task's value is the transport's answer.
+    private func send(_ batch: PreparedBatch) -> Task<Result<[PushOutcome], TransportFailure>, Never> {
+        let transport = self.transport, envelopes = batch.envelopes
+        return Task {
+            do throws(TransportFailure) { return .success(try await transport.push(envelopes)) } catch { return .failure(error) }
         }
     }
 

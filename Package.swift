@@ -35,6 +35,8 @@ let package = Package(
         // Pure layers: no I/O.
         .target(name: "FerryJSON"),
         .target(name: "FerryModel", dependencies: ["FerryJSON"]),
+        // The systemd-style INI parser of ferryd.conf and ferry-relay.conf.
+        .target(name: "FerryINI"),
 
         // Thin Swift wrappers over the C libraries.
         .target(name: "FerrySQLite", dependencies: ["CSQLite"]),
@@ -58,13 +60,13 @@ let package = Package(
 
         // The daemon: configuration, logging, the API service over the store, watchers.
         .target(name: "FerryDaemon", dependencies: [
-            "FerryAPI", "FerryStore", "FerrySync", "FerryVarlink", "FerrySystemd", "FerryJSON", "FerryModel"]),
+            "FerryAPI", "FerryStore", "FerrySync", "FerryVarlink", "FerrySystemd", "FerryJSON", "FerryModel", "FerryINI"]),
 
         // The relay: HTTP request model, routes, handlers, auth, storage (SQLite or PostgreSQL), long-poll hub,
         // metrics, configuration; the libmicrohttpd glue sits in Server/ and is the only importer
         // of CMicroHTTPD.
         .target(name: "FerryRelay", dependencies: [
-            "FerrySync", "FerryModel", "FerrySQLite", "FerryPostgres", "FerryCrypto", "FerrySystemd", "FerryJSON", "CMicroHTTPD"]),
+            "FerrySync", "FerryModel", "FerrySQLite", "FerryPostgres", "FerryCrypto", "FerrySystemd", "FerryJSON", "FerryINI", "CMicroHTTPD"]),
 
         // Executables.
         .executableTarget(name: "ferry-bench", dependencies: ["FerryStore", "FerrySQLite", "FerryModel", "FerryVarlink", "FerryJSON", "FerryClient", "FerrySync",
@@ -89,7 +91,7 @@ let package = Package(
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerrySQLite", "FerryModel", "FerryTestSupport"]),
         .testTarget(name: "FerryVarlinkTests", dependencies: ["FerryVarlink", "FerryTestSupport"]),
         .testTarget(name: "FerrySyncTests", dependencies: ["FerrySync", "FerryStore", "FerryModel", "FerryCrypto", "FerryTestSupport"]),
-        .testTarget(name: "FerryDaemonTests", dependencies: ["FerryDaemon", "FerryAPI", "FerryJSON", "FerryStore", "FerryVarlink"]),
+        .testTarget(name: "FerryDaemonTests", dependencies: ["FerryDaemon", "FerryINI", "FerryAPI", "FerryJSON", "FerryStore", "FerryVarlink"]),
         .testTarget(name: "FerryClientTests", dependencies: ["FerryClient", "FerryAPI", "FerryJSON"]),
         // Unit tests of the relay's pure parts and storage, and a real ferry-relay process.
         .testTarget(name: "FerryRelayTests", dependencies: [

@@ -1,6 +1,7 @@
 import FerryModel
 import FerryStore
 import FerrySync
+import FerryINI
 import Foundation
 
 /// ferryd's settings: built from defaults, the config file and the command line, in that order.
@@ -113,7 +114,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
 
     private mutating func applyTransport(_ e: INIParser.Entry, file: String) throws(Problem) {
         func problem(_ message: String) -> Problem { Problem(file: file, line: e.line, message: message) }
-        let name = String(e.section.dropFirst("Transport ".count)).trimmingWhitespace()
+        let name = String(e.section.dropFirst("Transport ".count)).trimmingCharacters(in: .whitespaces)
         guard Names.isValidName(name) else {
             throw problem("[Transport NAME]: the name is [a-z][a-z0-9_.-]{0,63}, not \"\(name.prefix(64))\"")
         }

@@ -330,13 +330,7 @@ final class Ferryd {
         throw BenchError("ferryd did not start within 30 s")
     }
 
-    func peakResidentBytes() -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8) else { return nil }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
-            return line.split(separator: " ").compactMap { Int($0) }.first.map { $0 * 1024 }
-        }
-        return nil
-    }
+    func peakResidentBytes() -> Int? { ProcessMemory.peakResidentBytes(of: process.processIdentifier) }
 
     func stop() {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }

@@ -326,13 +326,7 @@ final class RelayProcess {
         throw BenchError("ferry-relay admin create-owner printed no token")
     }
 
-    func peakResidentBytes() -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8) else { return nil }
-        for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
-            return line.split(separator: " ").compactMap { Int($0) }.first.map { $0 * 1024 }
-        }
-        return nil
-    }
+    func peakResidentBytes() -> Int? { ProcessMemory.peakResidentBytes(of: process.processIdentifier) }
 
     func stop() {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
@@ -340,14 +334,8 @@ final class RelayProcess {
     }
 
     static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
+        let port = LoopbackPort.free()
+        guard port > 0 else { throw BenchError("no free loopback port") }
+        return port
     }
 }

@@ -1,3 +1,4 @@
+import FerryINI
 import Foundation
 import Testing
 @testable import FerryDaemon

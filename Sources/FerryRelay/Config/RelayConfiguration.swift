@@ -1,4 +1,5 @@
 import FerryPostgres
+import FerryINI
 import Foundation
 
 /// ferry-relay's settings: defaults, then the config file. Every key is documented in

@@ -185,20 +185,7 @@ public final class PostgresCluster: @unchecked Sendable {
         return (p.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
-    static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { a in
-                bind(fd, a, length) == 0 ? getsockname(fd, a, &length) : -1
-            }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
+    static func freePort() -> Int { LoopbackPort.free() }
 
     /// Stops and removes clusters whose test process died without stopping them.
     static func removeAbandoned() {

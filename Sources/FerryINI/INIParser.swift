@@ -1,10 +1,7 @@
-// A copy of FerryDaemon/INIParser.swift (the relay does not depend on the daemon); moving it to a
-// shared module both use is a follow-up.
-
 /// A parser for configuration files in the systemd INI style: `[Section]` headers,
 /// `Key=Value` lines, `#` and `;` comments, blank lines, and a trailing backslash to continue a
 /// value on the next line. Pure and size-capped.
-enum INIParser {
+public enum INIParser {
     /// One `Key=Value` assignment and where it was.
     public struct Entry: Sendable, Hashable {
         public var section: String
@@ -67,7 +64,7 @@ enum INIParser {
                 throw Failure(line: number, message: "invalid key \"\(key.prefix(64))\"")
             }
             guard let current = section else {
-                throw Failure(line: number, message: "\(key)= must be inside a section such as [Relay]")
+                throw Failure(line: number, message: "\(key)= must be inside a [Section]")
             }
             if value.hasSuffix("\\") {
                 value.removeLast()

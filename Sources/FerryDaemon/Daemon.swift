@@ -90,6 +90,14 @@ public enum Daemon {
             sync.localChange()
         }
         DeclaredTransports.apply(config.transports, to: store, logger: logger)
+        // Every space has its owner (keys made on first start) before the socket answers, so
+        // no client ever sees a space without its owner id.
+        for space in store.spaces() {
+            do { _ = try sync.keyring.keys(for: space.name) } catch {
+                logger.error("cannot read or make the owner keys of space \(space.name): \(error)")
+                return 1
+            }
+        }
 
         var service = VarlinkService(vendor: FerryVersion.vendor, product: "ferryd", version: FerryVersion.string, url: FerryVersion.url)
         do {

@@ -11,6 +11,8 @@ import Testing
         let a = try SyncDevice("ctl-a"), b = try SyncDevice("ctl-b")
         try a.start(); try b.start()
         let ca = try CtlRunner(socket: a.harness.socketPath), cb = try CtlRunner(socket: b.harness.socketPath)
+        // Owners exist as soon as the socket answers.
+        #expect(try await a.client().spaces().allSatisfy { $0.owner != nil })
 
         let shown = try ca.run(["owner", "show-phrase", "--json"])
         #expect(shown.status == 0, "\(shown)")

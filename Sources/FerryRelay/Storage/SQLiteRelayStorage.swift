@@ -12,6 +12,8 @@ public final class SQLiteRelayStorage: RelayStorage, @unchecked Sendable {
     let db: Database
     /// Concurrent pushes commit together (see `PushGroup`).
     let pushGroup = PushGroup()
+    /// Checkpoints the WAL on a thread of its own, so that no push pays for one.
+    let checkpointer: Checkpointer
     public let path: String
 
     /// Opens (creating and migrating) the database at `path`.
@@ -23,10 +25,15 @@ public final class SQLiteRelayStorage: RelayStorage, @unchecked Sendable {
             db = try Database(path: path)
             try RelaySchema.migrate(db)
             try db.execute("PRAGMA synchronous=\(synchronous == "NORMAL" ? "NORMAL" : "FULL"); PRAGMA foreign_keys=ON")
+            // Commits sync the WAL only; the checkpointer copies it back off the push path.
+            try db.execute("PRAGMA wal_autocheckpoint=0")
+            checkpointer = try Checkpointer(path: path) { try $0.execute("PRAGMA busy_timeout=5000") }
         } catch {
             throw .database(context: "opening \(path)", message: "\(error)")
         }
     }
+
+    deinit { checkpointer.stop() }
 
     /// Runs `body` holding the lock, in a transaction when `write`, mapping SQLite's errors.
     func locked<T>(_ context: String, write: Bool = false, _ body: () throws -> T) throws(RelayStorageError) -> T {

@@ -27,9 +27,6 @@ public final class SQLiteRelayStorage: RelayStorage, @unchecked Sendable {
             try db.execute("PRAGMA synchronous=\(synchronous == "NORMAL" ? "NORMAL" : "FULL"); PRAGMA foreign_keys=ON")
             // Commits sync the WAL only; the checkpointer copies it back off the push path.
             try db.execute("PRAGMA wal_autocheckpoint=0")
-            // The indexes on event and stream ids are random-keyed: a page cache of 64 MiB
-            // keeps them in memory for millions of events instead of re-reading pages per push.
-            try db.execute("PRAGMA cache_size=-65536")
             checkpointer = try Checkpointer(path: path) { try $0.execute("PRAGMA busy_timeout=5000") }
         } catch {
             throw .database(context: "opening \(path)", message: "\(error)")

@@ -35,6 +35,25 @@ import Testing
         #expect(throws: RelayStorageError.unknownOwner(other)) { try s.push(other, events: [], quotaBytes: 1, now: 1) }
     }
 
+    /// An event id already stored, pushed again under another stream (a device reusing ids),
+    /// is a duplicate: it neither fails the batch nor replaces anything; the rest is stored.
+    @Test(arguments: TestBackend.allCases) func aReusedEventIDIsADuplicateAndTheBatchGoesOn(_ backend: TestBackend) throws {
+        let s = try storage(backend)
+        let first = TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 1000)
+        var reused = TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 2000)
+        reused.header.event = first.header.event
+        let fresh = TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 3000)
+        #expect(try s.push(owner, events: [TestEnvelopes.incoming(first)], quotaBytes: 1 << 30, now: 1) == [.stored])
+        #expect(try s.push(owner, events: [reused, fresh].map(TestEnvelopes.incoming), quotaBytes: 1 << 30, now: 2) == [.duplicate, .stored])
+        // Also when the reused id arrives as a newer version of a stream already stored.
+        var newer = TestEnvelopes.make(owner: owner, stream: fresh.header.stream, millis: 4000)
+        newer.header.event = first.header.event
+        #expect(try s.push(owner, events: [TestEnvelopes.incoming(newer)], quotaBytes: 1 << 30, now: 3) == [.duplicate])
+        let page = try s.pull(owner, after: .start, limit: 10, maxBytes: 1 << 20)
+        #expect(page.events == [first.encoded, fresh.encoded])
+        #expect(try s.usage(owner)!.events == 2)
+    }
+
     @Test(arguments: TestBackend.allCases) func compactionKeepsTheNewestPerStreamAndCursorsSkipNothing(_ backend: TestBackend) throws {
         let s = try storage(backend)
         let stream = TestEnvelopes.stream()

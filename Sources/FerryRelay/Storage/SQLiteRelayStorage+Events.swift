@@ -55,15 +55,16 @@ extension SQLiteRelayStorage {
             let byEvent = try db.cached("SELECT 1 FROM events WHERE owner = ? AND event = ?")
             let byStream = try db.cached("SELECT id, stamp, length(data) FROM events WHERE owner = ? AND stream = ?")
             let remove = try db.cached("DELETE FROM events WHERE id = ?")
+            // OR IGNORE: a new stream's event id already stored under another stream (a device
+            // reusing ids) is a duplicate, not a failed batch.
             let insert = try db.cached("""
-                INSERT INTO events(owner, seq, event, stream, stamp, deleted, stored_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT OR IGNORE INTO events(owner, seq, event, stream, stamp, deleted, stored_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """)
+            // One lookup by stream decides most events: a stream seen before holds this very
+            // version (a duplicate: the event id is derived from stream and stamp), a newer one
+            // (superseded) or an older one (replaced). Only a replacement also checks the
+            // event id, before anything is deleted.
             for e in events {
-                byEvent.bind(1, blob: ownerBytes); byEvent.bind(2, blob: e.event.bytes)
-                let known = try byEvent.step()
-                byEvent.resetKeepingBindings()
-                if known { outcomes.append(.duplicate); continue }
-
                 byStream.bind(1, blob: ownerBytes); byStream.bind(2, blob: e.stream.bytes)
                 if try byStream.step() {
                     let id = byStream.int64(0)
@@ -71,11 +72,14 @@ extension SQLiteRelayStorage {
                     let size = byStream.int64(2)
                     byStream.resetKeepingBindings()
                     if !stamp.lexicographicallyPrecedes(e.stampKey) {
-                        // Same stamp: the same version under another event id; either way the
-                        // stored one stays current.
+                        // Same stamp: the same version; either way the stored one stays current.
                         outcomes.append(stamp == e.stampKey ? .duplicate : .superseded)
                         continue
                     }
+                    byEvent.bind(1, blob: ownerBytes); byEvent.bind(2, blob: e.event.bytes)
+                    let known = try byEvent.step()
+                    byEvent.resetKeepingBindings()
+                    if known { outcomes.append(.duplicate); continue }
                     remove.bind(1, id)
                     try remove.run()
                     addedEvents -= 1; addedBytes -= size
@@ -86,6 +90,7 @@ extension SQLiteRelayStorage {
                 insert.bind(4, blob: e.stream.bytes); insert.bind(5, blob: e.stampKey); insert.bind(6, e.deleted)
                 insert.bind(7, now); insert.bind(8, blob: e.bytes)
                 try insert.run()
+                guard db.changes > 0 else { outcomes.append(.duplicate); continue }
                 nextSeq += 1
                 addedEvents += 1; addedBytes += Int64(e.bytes.count)
                 outcomes.append(.stored)

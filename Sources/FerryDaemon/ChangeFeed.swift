@@ -66,6 +66,8 @@ final class ChangeFeed: Sendable {
             } catch {
                 return .failure(error)
             }
+            // Reading on may have let the changes after the cursor fall out of the feed.
+            if cursor < s.start { return .success(nil) }
             // Binary search for the first item after the cursor.
             var lo = 0, hi = s.items.count
             while lo < hi {
@@ -126,6 +128,13 @@ final class ChangeFeed: Sendable {
                 }
                 var cursor = entry.cursor
                 var ended: LiveEnd?
+                // Its next change fell out of the feed already (a burst larger than the feed
+                // holds came in one commit): it reads the rest from the store at its own pace.
+                if entry.cursor < s.start {
+                    s.live.removeValue(forKey: id)
+                    entry.end.resume(returning: .fellBehind(cursor: entry.cursor))
+                    continue
+                }
                 for item in s.items[lo...] {
                     if (entry.spaces?.contains(item.space) ?? true) && (entry.entities?.contains(item.entity) ?? true) {
                         if let error = entry.sink.sendNow(item.reply) {

@@ -129,6 +129,34 @@ import FerryVarlink
         daemon.stop()
     }
 
+    /// A caught-up watcher sees every record of a commit larger than the shared feed holds
+    /// (one PutMany of 10,000): it falls back to reading the store, skipping nothing.
+    @Test func aWatcherSeesEveryRecordOfACommitLargerThanTheFeed() async throws {
+        let daemon = try DaemonHarness(config: "[Store]\nDurability=normal\n[API]\nWatchBufferBytes=67108864\n", name: "watch-burst")
+        try daemon.start()
+        let client = try daemon.client()
+        let writer = try daemon.client()
+        var stream = client.callMore("io.ferry.Store.Watch", [:]).makeAsyncIterator()
+        _ = try await stream.next()
+        let items: [JSONValue] = (0..<10_000).map { i in ["entity": "note", "id": .string("B\(i)"), "payload": [:]] }
+        _ = try await writer.call("io.ferry.Store.PutMany", ["records": .array(items)])
+        var ids = Set<String>()
+        var last: Int64 = 0
+        // Until the last change's cursor: a watcher that skipped records gets there too, with
+        // fewer ids.
+        while last < 10_000 {
+            guard let reply = try await stream.next() else { break }
+            if let id = reply.at("record", "id")?.stringValue { ids.insert(id) }
+            let cursor = reply["cursor"]?.intValue ?? -1
+            #expect(cursor > last, "cursors go up")
+            last = cursor
+        }
+        #expect(ids.count == 10_000)
+        #expect(last == 10_000)
+        client.close(); writer.close()
+        daemon.stop()
+    }
+
     /// A write the daemon acknowledged survives kill -9 (durability full, the default).
     @Test func acknowledgedWritesSurviveKill9() async throws {
         let daemon = try DaemonHarness(config: "[Store]\nDurability=full\n", name: "kill9")

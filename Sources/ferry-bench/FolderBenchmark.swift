@@ -82,25 +82,14 @@ struct FolderBenchmark {
         latency.emit()
 
         // Throughput: N records through PutMany on A until all are in B's Watch.
-        let batches = max(1, records / batch)
-        let requests = (0..<batches).map { bi in
-            VarlinkCallMessage(method: "io.ferry.Store.PutMany", parameters: ["records": .array((0..<batch).map { i in
-                ["entity": "bulk", "id": .string(String(format: "B%06d-%04d", bi, i)), "payload": .object(payload)]
-            })]).encoded()
-        }
-        let total = batches * batch
+        let run = TwoDeviceRun(writer: writer, watcher: watcher, batch: batch, payload: payload)
+        let requests = run.requests(prefix: "B", batches: max(1, records / batch))
+        let total = requests.count * batch
         let before = watcher.bulkCount
         let t0 = Monotonic.nanos()
-        for request in requests {
-            let reply = try writer.roundTrip(request)
-            if reply.starts(with: Array(#"{"error""#.utf8)) { throw BenchError("PutMany failed: \(String(decoding: reply.prefix(300), as: UTF8.self))") }
-        }
+        try run.write(requests)
         let written = Monotonic.nanos()
-        let deadline = ContinuousClock.now + .seconds(600)
-        while watcher.bulkCount - before < total {
-            if ContinuousClock.now > deadline { throw BenchError("only \(watcher.bulkCount - before) of \(total) records reached B in 600 s") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        try await run.waitForArrivals(total, after: before, timeout: .seconds(600))
         let arrived = Monotonic.nanos()
         liveBytes += Int64(total * (4 + 12 + 46 + payloadBytes))
         let endToEnd = Double(total) / (Double(arrived - t0) / 1e9)
@@ -116,7 +105,13 @@ struct FolderBenchmark {
         throughput.emit()
 
         if staged {
-            try await stagedRun(a: clientA, b: clientB, watcher: watcher, writer: writer, payload: payload)
+            let stages = try await run.staged(a: clientA, b: clientB, batches: max(1, records / batch))
+            var line = ResultLine("folder.staged")
+            line.add("records", stages.records)
+            line.add("a_put_per_s", stages.rate(stages.started, stages.written))
+            line.add("a_put_and_push_per_s", stages.rate(stages.started, stages.pushed))
+            line.add("b_pull_and_apply_per_s", stages.rate(stages.resumed, stages.applied))
+            line.emit()
             liveBytes += Int64(total * (4 + 12 + 46 + payloadBytes))
         }
 
@@ -148,36 +143,6 @@ struct FolderBenchmark {
         summary.add("result", pass ? "pass" : "fail")
         summary.emit()
         watcher.stop()
-    }
-
-    /// A second batch of records of the same size: A alone (B paused) until its outbox is
-    /// empty, then B alone until its Watch has them all.
-    private func stagedRun(a: FerryClient, b: FerryClient, watcher: Arrivals, writer: BlockingConnection,
-                           payload: [String: JSONValue]) async throws {
-        try await b.setSyncPaused(true)
-        let batches = max(1, records / batch)
-        let total = batches * batch
-        let requests = (0..<batches).map { bi in
-            VarlinkCallMessage(method: "io.ferry.Store.PutMany", parameters: ["records": .array((0..<batch).map { i in
-                ["entity": "bulk", "id": .string(String(format: "S%06d-%04d", bi, i)), "payload": .object(payload)]
-            })]).encoded()
-        }
-        let before = watcher.bulkCount
-        let t0 = Monotonic.nanos()
-        for request in requests { _ = try writer.roundTrip(request) }
-        let written = Monotonic.nanos()
-        while try await !a.outbox(limit: 1).isEmpty { try await Task.sleep(for: .milliseconds(5)) }
-        let pushed = Monotonic.nanos()
-        try await b.setSyncPaused(false)
-        let resumed = Monotonic.nanos()
-        while watcher.bulkCount - before < total { try await Task.sleep(for: .milliseconds(5)) }
-        let applied = Monotonic.nanos()
-        var line = ResultLine("folder.staged")
-        line.add("records", total)
-        line.add("a_put_per_s", Int(Double(total) / (Double(written - t0) / 1e9)))
-        line.add("a_put_and_push_per_s", Int(Double(total) / (Double(pushed - t0) / 1e9)))
-        line.add("b_pull_and_apply_per_s", Int(Double(total) / (Double(applied - resumed) / 1e9)))
-        line.emit()
     }
 
     private func rawInsertRate(total: Int, payload: String) throws -> Double {

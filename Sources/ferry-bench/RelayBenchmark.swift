@@ -105,49 +105,22 @@ struct RelayBenchmark {
         latency.emit()
 
         // (b) N records through PutMany on A until all are in B's Watch.
-        let batches = max(1, records / batch)
-        let total = batches * batch
-        let requests = (0..<batches).map { bi in
-            VarlinkCallMessage(method: "io.ferry.Store.PutMany", parameters: ["records": .array((0..<batch).map { i in
-                ["entity": "bulk", "id": .string(String(format: "B%06d-%04d", bi, i)), "payload": .object(payload)]
-            })]).encoded()
-        }
+        let run = TwoDeviceRun(writer: writer, watcher: watcher, batch: batch, payload: payload)
+        let requests = run.requests(prefix: "B", batches: max(1, records / batch))
+        let total = requests.count * batch
         let before = watcher.bulkCount
         let t0 = Monotonic.nanos()
-        for request in requests {
-            let reply = try writer.roundTrip(request)
-            if reply.starts(with: Array(#"{"error""#.utf8)) { throw BenchError("PutMany failed: \(String(decoding: reply.prefix(300), as: UTF8.self))") }
-        }
-        let deadline = ContinuousClock.now + .seconds(900)
-        while watcher.bulkCount - before < total {
-            if ContinuousClock.now > deadline { throw BenchError("only \(watcher.bulkCount - before) of \(total) records reached B in 900 s") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        try run.write(requests)
+        try await run.waitForArrivals(total, after: before, timeout: .seconds(900))
         let endToEnd = Double(total) / (Double(Monotonic.nanos() - t0) / 1e9)
         let raw = try BaselineDatabase.insertRate(directory: try scratch.subdirectory("raw"), records: total, batch: batch, payload: payloadText)
         // Each side alone, for where the time goes: A pushes with B paused, then B pulls.
-        try await clientB.setSyncPaused(true)
-        let stagedRequests = (0..<max(1, batches / 4)).map { bi in
-            VarlinkCallMessage(method: "io.ferry.Store.PutMany", parameters: ["records": .array((0..<batch).map { i in
-                ["entity": "bulk", "id": .string(String(format: "S%06d-%04d", bi, i)), "payload": .object(payload)]
-            })]).encoded()
-        }
-        let stagedTotal = stagedRequests.count * batch
-        let stagedBefore = watcher.bulkCount
-        let s0 = Monotonic.nanos()
-        for request in stagedRequests { _ = try writer.roundTrip(request) }
-        let sWritten = Monotonic.nanos()
-        while try await !clientA.outbox(limit: 1).isEmpty { try await Task.sleep(for: .milliseconds(5)) }
-        let sPushed = Monotonic.nanos()
-        try await clientB.setSyncPaused(false)
-        let sResumed = Monotonic.nanos()
-        while watcher.bulkCount - stagedBefore < stagedTotal { try await Task.sleep(for: .milliseconds(5)) }
-        let sApplied = Monotonic.nanos()
+        let stages = try await run.staged(a: clientA, b: clientB, batches: max(1, records / batch / 4))
         var staged = ResultLine("relay.staged")
-        staged.add("records", stagedTotal)
-        staged.add("a_put_per_s", Int(Double(stagedTotal) / (Double(sWritten - s0) / 1e9)))
-        staged.add("a_push_after_puts_per_s", Int(Double(stagedTotal) / (Double(sPushed - sWritten) / 1e9)))
-        staged.add("b_pull_and_apply_per_s", Int(Double(stagedTotal) / (Double(sApplied - sResumed) / 1e9)))
+        staged.add("records", stages.records)
+        staged.add("a_put_per_s", stages.rate(stages.started, stages.written))
+        staged.add("a_push_after_puts_per_s", stages.rate(stages.written, stages.pushed))
+        staged.add("b_pull_and_apply_per_s", stages.rate(stages.resumed, stages.applied))
         staged.emit()
 
         var throughput = ResultLine("relay.throughput")

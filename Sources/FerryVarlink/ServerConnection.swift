@@ -156,13 +156,23 @@ final class ServerConnection: EventLoopHandler {
             core.enqueueBatch(key: key, handler: handler, call: call, connectionID: id, callID: callID)
         case let .task(handler, call):
             let connectionID = id
+            // Replies leave in the order they were delivered. One delivered from another
+            // thread waits in the loop's job queue; one delivered on the loop thread (a change
+            // pushed by the commit that made it) is written at once only while none of this
+            // call's replies is still waiting there, and otherwise queues behind them.
+            let waiting = Locked(0)
             let channel = ReplyChannel(
                 output: output, slowPeerGrace: core.configuration.slowPeerGrace,
                 deliver: { bytes in
-                    if core.loop.inLoop {
+                    let inline = core.loop.inLoop && waiting.withLock { $0 == 0 }
+                    if inline {
                         core.deliverStreamed(connectionID: connectionID, callID: callID, bytes: bytes)
                     } else {
-                        core.loop.execute { core.deliverStreamed(connectionID: connectionID, callID: callID, bytes: bytes) }
+                        waiting.withLock { $0 += 1 }
+                        core.loop.execute {
+                            waiting.withLock { $0 -= 1 }
+                            core.deliverStreamed(connectionID: connectionID, callID: callID, bytes: bytes)
+                        }
                     }
                 })
             let service = core.service

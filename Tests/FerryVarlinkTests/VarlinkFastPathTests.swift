@@ -19,6 +19,12 @@ import Testing
     # Always fails.
     method Fail() -> ()
 
+    # Streams n = 0 from its task once Push runs, then what Push sends from the event loop.
+    method Follow() -> (n: int)
+
+    # Sends n = 1 to the running Follow from the event loop, once Follow has sent n = 0.
+    method Push() -> ()
+
     error Negative (n: int)
     """
 
@@ -41,13 +47,48 @@ import Testing
         var seen: [Int] { lock.lock(); defer { lock.unlock() }; return sizes }
     }
 
+    /// The sink of the running Follow call, published once its first reply was handed over.
+    final class Follower: @unchecked Sendable {
+        // @unchecked: `sink` is touched with `lock` held.
+        private let lock = NSLock()
+        private var current: VarlinkReplySink?
+        private var pushRunning = false
+        var sink: VarlinkReplySink? {
+            get { lock.lock(); defer { lock.unlock() }; return current }
+            set { lock.lock(); current = newValue; lock.unlock() }
+        }
+        /// Push's handler is running, so the event loop is busy until it returns.
+        var pushing: Bool {
+            get { lock.lock(); defer { lock.unlock() }; return pushRunning }
+            set { lock.lock(); pushRunning = newValue; lock.unlock() }
+        }
+    }
+
     func withServer(_ body: (String, Batches) async throws -> Void) async throws {
         let batches = Batches()
+        let follower = Follower()
         var service = VarlinkService(vendor: "test", product: "fast", version: "1", url: "https://example.invalid")
         try service.register(Self.definition, methods: [
             "Double": .inline { call throws(VarlinkError) in .values(["n": .int((call.parameters["n"]?.intValue ?? 0) * 2)]) },
             "Add": .batched { calls in batches.run(calls) },
             "Fail": .inline { _ throws(VarlinkError) in throw VarlinkError("org.ferry.fast.Negative", parameters: ["n": -1]) },
+            "Follow": VarlinkMethod(requiresMore: true) { _, sink throws(VarlinkError) in
+                let deadline = Date().addingTimeInterval(10)
+                while !follower.pushing && Date() < deadline { try? await Task.sleep(for: .milliseconds(1)) }
+                try? await sink.send(["n": 0])
+                follower.sink = sink
+                while sink.isPeerConnected && !Task.isCancelled { try? await Task.sleep(for: .milliseconds(10)) }
+                return ["n": -1]
+            },
+            "Push": .batched { calls in
+                // On the loop thread, which therefore cannot write Follow's first reply (handed
+                // over from Follow's task while this runs, so it waits in the loop's job queue).
+                follower.pushing = true
+                let deadline = Date().addingTimeInterval(10)
+                while follower.sink == nil && Date() < deadline { usleep(1000) }
+                _ = follower.sink?.sendNow(VarlinkEncodedReply(parameters: ["n": 1]))
+                return calls.map { _ in .success(.json(Array("{}".utf8))) }
+            },
         ])
         let path = NSTemporaryDirectory() + "varlink-fast-\(UUID().uuidString.prefix(8))/s.sock"
         let server = VarlinkServer(service: service, endpoint: .unixPath(path))
@@ -80,6 +121,24 @@ import Testing
             } catch {
                 #expect((error as? VarlinkClientError)?.remoteError == .invalidParameter("n"))
             }
+        }
+    }
+
+    /// A reply pushed from the event loop (as a commit pushes a change to its watchers) never
+    /// overtakes one the same call handed over earlier from its task (the first Watch reply).
+    @Test func repliesPushedFromTheLoopKeepTheirOrderBehindEarlierOnes() async throws {
+        try await withServer { address, _ in
+            let follow = try VarlinkClient(address: address)
+            let pusher = try VarlinkClient(address: address)
+            defer { follow.close(); pusher.close() }
+            var received: [Int64] = []
+            let stream = follow.callMore("org.ferry.fast.Follow")
+            _ = try await pusher.call("org.ferry.fast.Push")
+            for try await reply in stream {
+                received.append(reply["n"]?.intValue ?? -2)
+                if received.count == 2 { break }
+            }
+            #expect(received == [0, 1])
         }
     }
 

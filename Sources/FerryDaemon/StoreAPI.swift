@@ -134,10 +134,10 @@ struct StoreAPI: Sendable {
                 var bytes: [UInt8] = []
                 bytes.reserveCapacity(records.count * (item.reply == .one ? 400 : 200))
                 if item.reply == .one, let first = records.first {
-                    bytes += Array(#"{"record":"#.utf8)
+                    JSONWriter.appendRaw(#"{"record":"#, to: &bytes)
                     Wire.append(first, payloadText: first.payload, to: &bytes)
                 } else {
-                    bytes += Array(#"{"records":["#.utf8)
+                    JSONWriter.appendRaw(#"{"records":["#, to: &bytes)
                     for (i, r) in records.enumerated() {
                         if i > 0 { bytes.append(UInt8(ascii: ",")) }
                         Wire.append(r, payloadText: nil, to: &bytes)
@@ -385,24 +385,24 @@ enum Wire {
     /// the stored payload, valid JSON text by the store's rules, written as it is; nil leaves
     /// the payload out.
     static func append(_ r: Record, payloadText: String?, to out: inout [UInt8]) {
-        out += Array(#"{"attachments":["#.utf8)
+        JSONWriter.appendRaw(#"{"attachments":["#, to: &out)
         for (i, a) in r.attachments.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             JSONWriter.appendString(a, to: &out)
         }
-        out += Array(r.deleted ? #"],"deleted":true,"entity":"#.utf8 : #"],"deleted":false,"entity":"#.utf8)
+        JSONWriter.appendRaw(r.deleted ? #"],"deleted":true,"entity":"# : #"],"deleted":false,"entity":"#, to: &out)
         JSONWriter.appendString(r.entity, to: &out)
-        out += Array(#","hlc":""#.utf8)
-        out += Array(r.hlc.text.utf8)
-        out += Array(#"","id":"#.utf8)
+        JSONWriter.appendRaw(#","hlc":""#, to: &out)
+        out.append(contentsOf: r.hlc.text.utf8)
+        JSONWriter.appendRaw(#"","id":"#, to: &out)
         JSONWriter.appendString(r.id, to: &out)
         if let payloadText, !r.deleted {
-            out += Array(#","payload":"#.utf8)
-            out += Array(payloadText.utf8)
+            JSONWriter.appendRaw(#","payload":"#, to: &out)
+            out.append(contentsOf: payloadText.utf8)
         }
-        out += Array(#","seq":"#.utf8)
-        out += Array(String(r.seq).utf8)
-        out += Array(#","space":"#.utf8)
+        JSONWriter.appendRaw(#","seq":"#, to: &out)
+        JSONWriter.appendInteger(r.seq, to: &out)
+        JSONWriter.appendRaw(#","space":"#, to: &out)
         JSONWriter.appendString(r.space, to: &out)
         out.append(UInt8(ascii: "}"))
     }

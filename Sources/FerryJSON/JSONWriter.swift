@@ -110,7 +110,8 @@ public enum JSONWriter {
         }
     }
 
-    private static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
+    /// Appends `value` as a JSON number.
+    public static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
         if value < 0 { out.append(UInt8(ascii: "-")) }
         var magnitude = value.magnitude
         // 20 digits hold UInt64.max; digits are produced last-first.
@@ -123,6 +124,12 @@ public enum JSONWriter {
             } while magnitude > 0
             out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start..<20]))
         }
+    }
+
+    /// Appends text known at compile time (JSON punctuation and keys) as it is.
+    @inlinable
+    public static func appendRaw(_ text: StaticString, to out: inout [UInt8]) {
+        text.withUTF8Buffer { out.append(contentsOf: $0) }
     }
 
     private static func hexDigit(_ nibble: UInt8) -> UInt8 {

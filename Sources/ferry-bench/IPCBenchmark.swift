@@ -94,9 +94,9 @@ struct IPCBenchmark {
             line.emit()
         }
 
-        // PutMany through the daemon vs the store alone, same batches, same durability.
-        let viaDaemon = try await putMany(daemon: daemon)
-        let alone = try storeAlone(directory: try scratch.subdirectory("alone"))
+        // PutMany through the daemon vs the store alone, same batches, same durability, batch by
+        // batch in turn so that both see the same machine (its speed drifts over a run).
+        let (viaDaemon, alone) = try putManyAgainstStoreAlone(daemon: daemon, directory: try scratch.subdirectory("alone"))
         var many = ResultLine("ipc.put_many")
         many.add("records", putManyRecords)
         many.add("batch", putManyBatch)
@@ -176,40 +176,35 @@ struct IPCBenchmark {
         }
     }
 
-    /// PutMany over a plain blocking connection; each batch's request is encoded before the
-    /// clock starts, as the store-alone side builds its requests before its clock starts.
-    private func putMany(daemon: Ferryd) async throws -> Double {
+    /// PutMany over a plain blocking connection, and the same batches put into a store of the
+    /// daemon's configuration directly, alternating. Each batch's request is encoded before its
+    /// clock starts on both sides. Returns records/s of each.
+    private func putManyAgainstStoreAlone(daemon: Ferryd, directory: String) throws -> (daemon: Double, alone: Double) {
         let connection = try BlockingConnection(path: daemon.socket)
-        let batches = max(1, putManyRecords / putManyBatch)
-        var nanos: UInt64 = 0
-        for b in 0..<batches {
-            let request = VarlinkCallMessage(method: "io.ferry.Store.PutMany", parameters: ["records": .array(batchItems(b))]).encoded()
-            let t0 = Monotonic.nanos()
-            let reply = try connection.roundTrip(request)
-            nanos += Monotonic.nanos() - t0
-            if reply.starts(with: Array(#"{"error""#.utf8)) {
-                throw BenchError("PutMany failed: \(String(decoding: reply.prefix(300), as: UTF8.self))")
-            }
-        }
-        return Double(batches * putManyBatch) / (Double(nanos) / 1e9)
-    }
-
-    private func storeAlone(directory: String) throws -> Double {
         var config = StoreConfiguration(directory: directory)
         config.durability = .normal
         let store = try Store(configuration: config)
         let text = JSONWriter.string(.object(Self.payload))
         let batches = max(1, putManyRecords / putManyBatch)
-        var nanos: UInt64 = 0
+        var daemonNanos: UInt64 = 0
+        var aloneNanos: UInt64 = 0
         for b in 0..<batches {
+            let request = VarlinkCallMessage(method: "io.ferry.Store.PutMany", parameters: ["records": .array(batchItems(b))]).encoded()
+            var t0 = Monotonic.nanos()
+            let reply = try connection.roundTrip(request)
+            daemonNanos += Monotonic.nanos() - t0
+            if reply.starts(with: Array(#"{"error""#.utf8)) {
+                throw BenchError("PutMany failed: \(String(decoding: reply.prefix(300), as: UTF8.self))")
+            }
             let requests = (0..<putManyBatch).map { i in
                 PutRequest(entity: "item", id: String(format: "B%06d-%04d", b, i), payload: text)
             }
-            let t0 = Monotonic.nanos()
+            t0 = Monotonic.nanos()
             _ = try store.putMany(requests)
-            nanos += Monotonic.nanos() - t0
+            aloneNanos += Monotonic.nanos() - t0
         }
-        return Double(batches * putManyBatch) / (Double(nanos) / 1e9)
+        let records = Double(batches * putManyBatch)
+        return (records / (Double(daemonNanos) / 1e9), records / (Double(aloneNanos) / 1e9))
     }
 
     /// Watchers on plain sockets, read by one thread with poll(2): the figure is the daemon's

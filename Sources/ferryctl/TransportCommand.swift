@@ -41,7 +41,10 @@ enum TransportCommand: Command {
             }
             var table = Table("TRANSPORT", "SPACE", "KIND", "LOCATION", "STATE", "PENDING", "LAST SUCCESS", "PROBLEM")
             for t in list {
-                let problem = t.transportMessage ?? t.lastError ?? "-"
+                // An error that a later success put right is history (`ferryctl status` shows
+                // it with its time), not a problem.
+                let current = (t.lastErrorAt ?? 0) > (t.lastSuccessAt ?? 0) || t.state == "backoff" || t.state == "failed"
+                let problem = t.transportMessage ?? (current ? t.lastError : nil) ?? "-"
                 table.add(t.name, t.space, t.kind, t.location ?? "-", t.state ?? "-", String(t.pending),
                           Format.time(t.lastSuccessAt), problem)
             }

@@ -10,6 +10,8 @@ final class MemoryLog: Sendable {
         var blobs: [BlobKey: [UInt8]] = [:]
         /// When set, every call fails with it.
         var failure: TransportFailure?
+        /// When set, every pull fails with it.
+        var pullFailure: TransportFailure?
         var pushes = 0
     }
 
@@ -17,6 +19,7 @@ final class MemoryLog: Sendable {
 
     var count: Int { state.withLock { $0.envelopes.count } }
     func fail(with failure: TransportFailure?) { state.withLock { $0.failure = failure } }
+    func failPulls(with failure: TransportFailure?) { state.withLock { $0.pullFailure = failure } }
 }
 
 /// A transport over a `MemoryLog`; its cursor is the index of the next envelope.
@@ -47,6 +50,7 @@ final class MemoryTransport: Transport {
 
     func pull(after cursor: String?, limit: Int, wait: Duration) async throws(TransportFailure) -> PullPage {
         try check()
+        if let failure = log.state.withLock({ $0.pullFailure }) { throw failure }
         let start = cursor.flatMap { Int($0) } ?? 0
         var page = log.state.withLock { s -> PullPage in
             let slice = Array(s.envelopes.dropFirst(start).prefix(limit))

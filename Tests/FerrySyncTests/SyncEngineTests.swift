@@ -13,7 +13,7 @@ final class EngineDevice: Sendable {
     let engine: SyncEngine
 
     /// `logs` maps a transport's configured location to the shared log it uses.
-    init(logs: [String: MemoryLog]) throws {
+    init(logs: [String: MemoryLog], backoff: (@Sendable (SyncFailure, Int) -> Duration)? = nil) throws {
         var config = StoreConfiguration(directory: dir.path + "/state")
         config.durability = .normal
         store = try Store(configuration: config)
@@ -21,6 +21,7 @@ final class EngineDevice: Sendable {
         options.pollInterval = .milliseconds(100)
         options.debounce = .milliseconds(5)
         options.attachmentWait = .seconds(5)
+        if let backoff { options.backoff = backoff }
         engine = SyncEngine(store: store, options: options, log: .silent) { info, _, _ throws(TransportFailure) in
             guard let log = logs[info.config] else { throw .rejected("no log \(info.config)") }
             return MemoryTransport(name: info.name, log: log)
@@ -100,6 +101,29 @@ final class EngineDevice: Sendable {
         a.engine.syncNow()
         b.engine.syncNow()
         #expect(try await eventually { try b.store.get(entity: "note", id: "n1") != nil })
+    }
+
+    /// A loop backing off because the host was unreachable starts again as soon as the other
+    /// loop reaches the host: here the pull, after one failure, would otherwise wait an hour.
+    @Test func aHostThatIsReachableAgainEndsTheOtherLoopsBackoff() async throws {
+        let log = MemoryLog()
+        let a = try EngineDevice(logs: ["shared": log])
+        let b = try EngineDevice(logs: ["shared": log]) { _, _ in .seconds(3600) }
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        await a.engine.reconcile()
+        try await b.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
+        log.failPulls(with: .unavailable("the test cut the line"))
+        try await a.add("m", log: "shared")
+        try await b.add("m", log: "shared")
+        #expect(try await eventually { await b.engine.states().first?.health.lastErrorKind == "unavailable" })
+        _ = try a.store.put(entity: "note", id: "from-a", payload: "{}")
+        #expect(try await eventually { log.count == 1 })
+        log.failPulls(with: nil)
+        // b's push reaches the host, so b's pull tries again at once and finds a's record.
+        _ = try b.store.put(entity: "note", id: "from-b", payload: "{}")
+        #expect(try await eventually { try b.store.get(entity: "note", id: "from-a") != nil })
+        let health = try #require(await b.engine.states().first?.health)
+        #expect((health.lastSuccessAt ?? 0) >= (health.lastErrorAt ?? 0))
     }
 
     @Test func aPausedEngineKeepsItsOutboxAndResumes() async throws {

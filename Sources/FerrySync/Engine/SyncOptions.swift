@@ -11,6 +11,8 @@ public struct SyncOptions: Sendable {
     public var batchEnvelopes = SyncLimits.maxBatchEnvelopes
     /// The most envelope bytes in one push.
     public var batchBytes = SyncLimits.maxBatchBytes
+    /// How long a loop waits after its `attempt`th failure in a row (1 for the first).
+    public var backoff: @Sendable (SyncFailure, Int) -> Duration = { Backoff.delay(after: $0, attempt: $1) }
     /// Where sealed and opened blobs are staged (on the store's file system, so that a finished
     /// attachment is moved into place, not copied).
     public var scratchDirectory: String

@@ -28,6 +28,9 @@ final class TransportRunner: Sendable {
     private let pushSignal = WakeSignal()
     private let pushRetry = WakeSignal()
     private let pullRetry = WakeSignal()
+    /// Which loop is backing off because the host could not be reached: a success of the other
+    /// loop shows it can be again, and ends that backoff at once.
+    private let unreachable = Mutex<(push: Bool, pull: Bool)>((false, false))
     private let healthState = Mutex(TransportHealth())
     private let tasks = Mutex<[Task<Void, Never>]>([])
     private let currentPull = Mutex<Task<PullPage, any Error>?>(nil)
@@ -105,13 +108,15 @@ final class TransportRunner: Sendable {
                 try await pushRound()
                 failures = 0
                 succeeded()
+                if unreachable.withLock({ u in defer { u.pull = false }; return u.pull }) { pullRetry.signal() }
                 setState("idle")
                 await pushSignal.wait(timeout: options.pollInterval)
                 woken = true
             } catch {
                 if Task.isCancelled { break }   // stopping: what was not acknowledged stays queued
                 failures += 1
-                let delay = Backoff.delay(after: error, attempt: failures)
+                let delay = options.backoff(error, failures)
+                unreachable.withLock { $0.push = Self.isUnreachable(error) }
                 failed(error, retryIn: delay, during: "push")
                 await pushRetry.wait(timeout: delay)
             }
@@ -282,10 +287,15 @@ final class TransportRunner: Sendable {
                 failures = 0
                 succeeded()
                 caughtUp = !more
+                if unreachable.withLock({ u in defer { u.push = false }; return u.push }) { pushRetry.signal() }
             } catch {
                 if Task.isCancelled { break }   // stopping: the saved cursor is where the next start goes on
                 failures += 1
-                let delay = Backoff.delay(after: error, attempt: failures)
+                // The retry is a quick pull, not a long wait, so a host that is back shows as
+                // working (and its news is applied) at once.
+                caughtUp = false
+                let delay = options.backoff(error, failures)
+                unreachable.withLock { $0.pull = Self.isUnreachable(error) }
                 failed(error, retryIn: delay, during: "pull")
                 await pullRetry.wait(timeout: delay)
             }
@@ -426,6 +436,11 @@ final class TransportRunner: Sendable {
         } else {
             log(first ? .warning : .debug, "\(info.name) \(phase) failed: \(failure); retrying in \(delay)", fields)
         }
+    }
+
+    private static func isUnreachable(_ failure: SyncFailure) -> Bool {
+        if case .transport(.unavailable) = failure { return true }
+        return false
     }
 
     private static func kind(_ failure: SyncFailure) -> String {

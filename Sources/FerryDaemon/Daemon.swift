@@ -48,7 +48,7 @@ public enum Daemon {
     }
 
     static func run(config: DaemonConfiguration, configPath: String, environment: [String: String]) async -> Int32 {
-        let logger = Logger(level: config.logLevel)
+        let logger = Logger(level: config.logLevel, identifier: "ferryd")
         let started = Int64(Date().timeIntervalSince1970 * 1000)
         raiseDescriptorLimit(to: config.maxConnections + 256)
 

@@ -1,5 +1,6 @@
 import FerryModel
 import FerryStore
+import FerrySystemd
 import FerrySync
 import FerryINI
 import Foundation
@@ -7,29 +8,7 @@ import Foundation
 /// ferryd's settings: built from defaults, the config file and the command line, in that order.
 /// Every key is documented in `etc/ferryd.conf`.
 public struct DaemonConfiguration: Sendable, Equatable {
-    public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
-        case debug = 7, info = 6, notice = 5, warning = 4, error = 3
-        public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue > b.rawValue }
-        public init?(name: String) {
-            switch name.lowercased() {
-            case "debug": self = .debug
-            case "info": self = .info
-            case "notice": self = .notice
-            case "warning", "warn": self = .warning
-            case "error", "err": self = .error
-            default: return nil
-            }
-        }
-        public var name: String {
-            switch self {
-            case .debug: "debug"
-            case .info: "info"
-            case .notice: "notice"
-            case .warning: "warning"
-            case .error: "error"
-            }
-        }
-    }
+    public typealias LogLevel = FerrySystemd.LogLevel
 
     // [Daemon]
     public var stateDirectory: String

@@ -1,52 +1,5 @@
 import FerrySystemd
-import Foundation
-import Synchronization
 
-/// ferryd's log: structured entries to journald (MESSAGE, PRIORITY, FERRY_* fields) when stderr
-/// is the journal, plain lines on stderr otherwise.
-///
-/// Never pass keys, tokens or payloads to it: entries name records by entity and id only.
-/// Thread-safe; the level can change at run time (SIGHUP reloads it).
-public final class Logger: Sendable {
-    public typealias Level = DaemonConfiguration.LogLevel
-
-    private let level: Atomic<Int>
-    private let useJournal: Bool
-    private let identifier: String
-    private let lock = Mutex(())
-
-    public init(level: Level, identifier: String = "ferryd", useJournal: Bool = Journal.isStderrJournal) {
-        self.level = Atomic(level.rawValue)
-        self.useJournal = useJournal
-        self.identifier = identifier
-    }
-
-    public func setLevel(_ level: Level) {
-        self.level.store(level.rawValue, ordering: .relaxed)
-    }
-
-    public func isEnabled(_ level: Level) -> Bool {
-        level.rawValue <= self.level.load(ordering: .relaxed)
-    }
-
-    /// Logs `message` with extra fields (names without the FERRY_ prefix, e.g. "entity").
-    public func log(_ level: Level, _ message: @autoclosure () -> String, _ fields: [String: String] = [:]) {
-        guard isEnabled(level) else { return }
-        let text = message()
-        if useJournal {
-            var journalFields: [String: String] = [:]
-            for (k, v) in fields { journalFields["FERRY_" + k.uppercased()] = v }
-            if Journal.send(message: text, priority: level.rawValue, identifier: identifier, fields: journalFields) { return }
-        }
-        var line = "\(identifier)[\(getpid())]: \(level.name): \(text)"
-        for (k, v) in fields.sorted(by: { $0.key < $1.key }) { line += " \(k)=\(v)" }
-        line += "\n"
-        lock.withLock { _ in FileHandle.standardError.write(Data(line.utf8)) }
-    }
-
-    public func debug(_ m: @autoclosure () -> String, _ f: [String: String] = [:]) { log(.debug, m(), f) }
-    public func info(_ m: @autoclosure () -> String, _ f: [String: String] = [:]) { log(.info, m(), f) }
-    public func notice(_ m: @autoclosure () -> String, _ f: [String: String] = [:]) { log(.notice, m(), f) }
-    public func warning(_ m: @autoclosure () -> String, _ f: [String: String] = [:]) { log(.warning, m(), f) }
-    public func error(_ m: @autoclosure () -> String, _ f: [String: String] = [:]) { log(.error, m(), f) }
-}
+/// ferryd's log, shared with ferry-relay (`ServiceLogger`, identifier `ferryd`): entries name
+/// records by entity and id only, never keys, tokens or payloads.
+public typealias Logger = ServiceLogger

@@ -5,7 +5,7 @@ import Foundation
 /// `ferry-relay serve`: opens the state (SQLite or PostgreSQL, see `RelayBackend`), listens, tells systemd, and stops cleanly on SIGTERM.
 enum ServeCommand {
     static func run(_ configuration: RelayConfiguration) -> Never {
-        let logger = RelayLogger(level: configuration.logLevel)
+        let logger = RelayLogger(level: configuration.logLevel, identifier: "ferry-relay")
         // SIGTERM and SIGINT are taken with sigwait below, so every thread started from here on
         // must have them blocked; a peer that closes early must not kill the process.
         var signals = sigset_t()

@@ -101,7 +101,7 @@ import Testing
         let theirs = try PostgresRelayStorage(conninfo: conninfo, poolSize: 1)
         try mine.createOwner(owner, quotaBytes: nil, now: 1)
         let hub = LongPollHub()
-        let listener = try PostgresWakeListener(conninfo: conninfo, storage: mine, hub: hub, logger: RelayLogger(level: .error))
+        let listener = try PostgresWakeListener(conninfo: conninfo, storage: mine, hub: hub, logger: RelayLogger(level: .error, identifier: "ferry-relay"))
         listener.start()
         defer { listener.stop() }
         let before = hub.generation(owner)
@@ -131,7 +131,7 @@ import Testing
         let theirs = try PostgresRelayStorage(conninfo: conninfo, poolSize: 1)
         try mine.createOwner(owner, quotaBytes: nil, now: 1)
         let hub = LongPollHub()
-        let listener = try PostgresWakeListener(conninfo: conninfo, storage: mine, hub: hub, logger: RelayLogger(level: .error, useJournal: false))
+        let listener = try PostgresWakeListener(conninfo: conninfo, storage: mine, hub: hub, logger: RelayLogger(level: .error, identifier: "ferry-relay", useJournal: false))
         listener.start()
         defer { listener.stop() }
         // The server drops the listening session: pushes meanwhile may be missed, so every

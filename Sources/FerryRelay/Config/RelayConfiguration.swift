@@ -1,4 +1,5 @@
 import FerryPostgres
+import FerrySystemd
 import FerryINI
 import Foundation
 
@@ -14,20 +15,7 @@ public struct RelayConfiguration: Sendable, Equatable {
     }
 
     /// Log levels, as syslog priorities.
-    public enum LogLevel: Int, Sendable, CaseIterable {
-        case debug = 7, info = 6, notice = 5, warning = 4, error = 3
-        public init?(name: String) {
-            switch name.lowercased() {
-            case "debug": self = .debug
-            case "info": self = .info
-            case "notice": self = .notice
-            case "warning", "warn": self = .warning
-            case "error", "err": self = .error
-            default: return nil
-            }
-        }
-        public var name: String { String(describing: self) }
-    }
+    public typealias LogLevel = FerrySystemd.LogLevel
 
     // [Relay]
     public var listenHost = "127.0.0.1"

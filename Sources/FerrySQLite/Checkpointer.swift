@@ -3,11 +3,12 @@ import Foundation
 /// Copies the write-ahead log back into the database on a thread of its own, so that no
 /// commit pays for a checkpoint (and its fsync) on the way to answering its caller.
 ///
-/// The write connection runs with `wal_autocheckpoint` off (the store's and the relay's); this thread runs a PASSIVE
-/// checkpoint (which never blocks writers or readers) whenever the writer signals that a few
-/// hundred pages were committed, and at least every second while there is work. Owns its
-/// connection; `@unchecked Sendable` because `db` is used only by that thread, and `stopped`
-/// and the semaphore are thread-safe.
+/// The write connection runs with `wal_autocheckpoint` off (the store's and the relay's); this
+/// thread runs a PASSIVE checkpoint (which never blocks writers or readers) whenever the writer
+/// signals that pages were committed, and then once a second until a checkpoint finds nothing
+/// left to copy; an idle database costs it no wake-ups. Owns its connection;
+/// `@unchecked Sendable` because `db` is used only by that thread, and `stopping` and the
+/// semaphores are thread-safe.
 public final class Checkpointer: @unchecked Sendable {
     private let db: Database
     private let wake = DispatchSemaphore(value: 0)
@@ -38,14 +39,30 @@ public final class Checkpointer: @unchecked Sendable {
     }
 
     private func run() {
+        var behind = false
         while true {
-            _ = wake.wait(timeout: .now() + 1)
+            if behind {
+                _ = wake.wait(timeout: .now() + 1)
+            } else {
+                wake.wait()
+            }
             lock.lock()
             let done = stopping
             lock.unlock()
-            _ = try? db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            behind = !checkpoint()
             if done { break }
         }
         finished.signal()
+    }
+
+    /// Runs a PASSIVE checkpoint; true when it copied the whole log, false when readers or a
+    /// writer kept frames from it or it failed (it is then tried again a second later).
+    private func checkpoint() -> Bool {
+        guard let statement = try? db.prepare("PRAGMA wal_checkpoint(PASSIVE)"), (try? statement.step()) == true else {
+            return false
+        }
+        // (busy, frames in the log, frames checkpointed)
+        let logged = statement.int64(1), copied = statement.int64(2)
+        return logged <= 0 || copied >= logged
     }
 }

@@ -13,6 +13,13 @@ public final class Database: @unchecked Sendable {
     public let path: String
     let handle: OpaquePointer
     private var statementCache: [String: Statement] = [:]
+    /// The handler `onWALCommit` installed, kept alive here while SQLite holds a pointer to it.
+    private var walHook: WALHook?
+
+    private final class WALHook {
+        let handler: (Int) -> Void
+        init(_ handler: @escaping (Int) -> Void) { self.handler = handler }
+    }
 
     /// Opens (and for `.readWrite`, creates) the database at `path`.
     /// - Throws: `SQLiteError` when the file cannot be opened.
@@ -32,6 +39,7 @@ public final class Database: @unchecked Sendable {
     }
 
     deinit {
+        if walHook != nil { sqlite3_wal_hook(handle, nil, nil) }
         statementCache.removeAll()
         sqlite3_close_v2(handle)
     }
@@ -64,6 +72,25 @@ public final class Database: @unchecked Sendable {
         let statement = try Statement(database: self, sql: sql)
         statementCache[sql] = statement
         return statement
+    }
+
+    /// Calls `handler` after every commit of this connection in WAL mode, on the committing
+    /// thread, with the number of pages (frames) the write-ahead log now holds. It replaces
+    /// SQLite's automatic checkpoints (`wal_autocheckpoint`), which use the same hook; nil
+    /// removes it.
+    public func onWALCommit(_ handler: ((Int) -> Void)?) {
+        guard let handler else {
+            sqlite3_wal_hook(handle, nil, nil)
+            walHook = nil
+            return
+        }
+        let hook = WALHook(handler)
+        walHook = hook
+        sqlite3_wal_hook(handle, { context, _, _, pages in
+            guard let context else { return SQLITE_OK }
+            Unmanaged<WALHook>.fromOpaque(context).takeUnretainedValue().handler(Int(pages))
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(hook).toOpaque())
     }
 
     /// The rowid of the last inserted row on this connection.

@@ -34,8 +34,8 @@ public struct StoreConfiguration: Sendable {
 
     /// Milliseconds since the epoch.
     public var wallClock: @Sendable () -> Int64 = { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
-    /// A fresh record id (default: an upper-case UUID v4).
-    public var newID: @Sendable () -> String = { UUID().uuidString }
+    /// A fresh record id (default: an upper-case UUID v7 from `RecordIDGenerator.shared`).
+    public var newID: @Sendable () -> String = { RecordIDGenerator.shared.next() }
     /// A random 64-bit value, used once for the node id of a new store.
     public var random64: @Sendable () -> UInt64 = { UInt64.random(in: 1 ... .max) }
 

@@ -23,11 +23,18 @@ final class Writer: @unchecked Sendable {
     /// Told of the greatest committed sequence number after every commit that added changes.
     var onCommit: (@Sendable (Int64) -> Void)?
     /// Runs the checkpoints; nudged every `commitsPerCheckpoint` commits.
-    var checkpointer: Checkpointer?
-    private var commitsSinceCheckpoint = 0
-    private static let commitsPerCheckpoint = 64
+    var checkpointer: Checkpointer? {
+        didSet { watchLog() }
+    }
+    /// Pages in the write-ahead log after the last commit, and when the checkpointer was last
+    /// asked to copy them back (told by SQLite's WAL hook, with no system call).
+    private var logPages = 0
+    private var logPagesAtNudge = 0
+    /// The checkpointer is nudged every this many pages logged (SQLite's own default).
+    private static let pagesPerCheckpoint = 1000
+    /// Past this, the writer checkpoints itself (see `runBatch`).
     private static let maxLogBytes: Int = 64 << 20
-    private lazy var logPath = config.databasePath + "-wal"
+    private var maxLogPages = 16384
 
     init(db: Database, config: StoreConfiguration, catalog: Catalog, clock: HybridClock, lastSeq: Int64) {
         self.db = db
@@ -98,16 +105,10 @@ final class Writer: @unchecked Sendable {
             return
         }
         persistedClock = clock.last
-        commitsSinceCheckpoint += 1
-        if commitsSinceCheckpoint >= Self.commitsPerCheckpoint {
-            commitsSinceCheckpoint = 0
-            checkpointer?.nudge()
-        }
         // Under a steady stream of writes a background checkpoint never finds the log idle
         // enough to start it over; past a size, the writer does it itself (and
         // journal_size_limit then trims the file), so the log stays bounded.
-        var info = stat()
-        if stat(logPath, &info) == 0, info.st_size > Self.maxLogBytes {
+        if logPages > maxLogPages {
             _ = try? db.execute("PRAGMA wal_checkpoint(RESTART)")
         }
         let actions = afterCommit
@@ -118,6 +119,23 @@ final class Writer: @unchecked Sendable {
         if seq != committedSeq {
             committedSeq = seq
             onCommit?(seq)
+        }
+    }
+
+    /// Follows the log's size through SQLite's WAL hook: nudges the checkpointer every
+    /// `pagesPerCheckpoint` pages. (The log starts over after a checkpoint, so a count smaller
+    /// than the last one means a new log.)
+    private func watchLog() {
+        let pageSize = Int((try? db.scalarInt("PRAGMA page_size")) ?? 4096)
+        maxLogPages = Self.maxLogBytes / max(pageSize, 512)
+        let checkpointer = self.checkpointer
+        db.onWALCommit { [unowned self] pages in
+            if pages < logPages { logPagesAtNudge = 0 }
+            logPages = pages
+            if pages - logPagesAtNudge >= Self.pagesPerCheckpoint {
+                logPagesAtNudge = pages
+                checkpointer?.nudge()
+            }
         }
     }
 

@@ -55,6 +55,9 @@ extension FolderTransport {
         // Best effort, so there is a directory to watch; a read-only folder can still be read.
         try? makeOwnDirectory()
         var page = PullPage(envelopes: [], cursor: progress.text, more: false)
+        // Watched before it is listed, so that a device directory made after the listing still
+        // wakes the wait (watched after, one made in between would wait for the poll).
+        watcher.watch(ownerDirectory)
         let deviceNames: [String]
         do {
             deviceNames = try FolderIO.list(ownerDirectory, limit: Self.maxDirectoryEntries)
@@ -62,7 +65,6 @@ extension FolderTransport {
             if error.code == ENOENT { return page }
             throw unavailable(error)
         }
-        watcher.watch(ownerDirectory)
         var bytes = 0
         let devices = deviceNames.compactMap(FolderFileName.device).filter { $0 != device.value }.sorted().prefix(Self.maxDevices)
         for id in devices {
@@ -82,6 +84,9 @@ extension FolderTransport {
     private func readDevice(_ id: NodeID, state: inout FolderCursor.Device, into page: inout PullPage,
                             limit: Int, bytes: inout Int) throws(TransportFailure) -> Bool {
         let dir = ownerDirectory + "/" + id.description
+        // Watched before it is listed, like the owner directory: a file renamed into place after
+        // the listing wakes the wait.
+        watcher.watch(dir)
         let names: [String]
         do {
             names = try FolderIO.list(dir, limit: Self.maxDirectoryEntries)
@@ -89,7 +94,6 @@ extension FolderTransport {
             if error.code == ENOENT || error.code == ENOTDIR { return false }
             throw unavailable(error)
         }
-        watcher.watch(dir)
         var segments: [UInt64] = [], snapshots: [UInt64] = [], copies: [String] = []
         for name in names {
             switch FolderFileName(name) {

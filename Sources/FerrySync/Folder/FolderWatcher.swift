@@ -5,7 +5,8 @@ import Synchronization
 /// Wakes waiting pulls when something changes in the watched directories, through inotify.
 ///
 /// Directories are added as a scan finds them (the owner directory, then each device directory,
-/// new ones included). When inotify is unavailable (`inotify_init1` fails: a limit reached, a
+/// new ones included), each before it is listed, so that nothing that changes after a listing
+/// goes unnoticed until the poll. When inotify is unavailable (`inotify_init1` fails: a limit reached, a
 /// sandbox) `isAvailable` is false and waiters wake only at their timeout, so pulls poll.
 final class FolderWatcher: Sendable {
     private struct State {
@@ -22,8 +23,9 @@ final class FolderWatcher: Sendable {
         var nextWaiter: UInt64 = 0
     }
 
+    /// The events watched; `IN_ONLYDIR`: a path that is not a directory is not watched.
     private static let mask = UInt32(IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_MODIFY | IN_DELETE | IN_MOVED_FROM
-                                     | IN_DELETE_SELF | IN_MOVE_SELF)
+                                     | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
     private let state = Mutex(State())
     private let queue = DispatchQueue(label: "ferry.folder-transport.watch")
 

@@ -117,9 +117,10 @@ import Testing
         try await c.addFolder(two.path, name: "two")
         _ = try await a.client().put(entity: "note", id: "from-a", payload: ["v": 1])
         _ = try await c.client().put(entity: "note", id: "from-c", payload: ["v": 2])
-        #expect(try await eventually(.seconds(60)) { let same = try await Self.converged([a, b, c]); let n = try await a.records().count; return same && n == 3 })
+        #expect(try await eventually(.seconds(60)) { let same = try await Self.converged([a, b, c]); let n = try await a.records().count; return same && n == 3 },
+                "\([a, b, c].map(\.logTail).joined(separator: "\n"))")
         // b's outbox empties only once both folders have everything.
-        #expect(try await eventually(.seconds(60)) { try await b.client().outbox(limit: 1).isEmpty })
+        #expect(try await eventually(.seconds(60)) { try await b.client().outbox(limit: 1).isEmpty }, "\(b.logTail)")
         let pendingOne = try await b.transport("one")?.pending, pendingTwo = try await b.transport("two")?.pending
         #expect(pendingOne == 0 && pendingTwo == 0)
     }

@@ -50,6 +50,12 @@ final class SyncDevice: @unchecked Sendable {
         _ = try await client().addTransport(space: space, name: name, kind: "folder", location: path)
     }
 
+    /// The last lines of this device's log, named, for a failed test's report.
+    var logTail: String {
+        let lines = harness.log.split(separator: "\n").suffix(40)
+        return "--- \(name)'s log (last \(lines.count) lines):\n" + lines.joined(separator: "\n")
+    }
+
     func transport(_ name: String = "folder", space: String? = nil) async throws -> TransportStatus? {
         try await client().transports(space: space).first { $0.name == name }
     }

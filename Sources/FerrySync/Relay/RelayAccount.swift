@@ -17,7 +17,7 @@ public enum RelayAccount {
     /// Asks the relay for a one-time pairing code for `owner`, with `token`.
     /// - Returns: the code and when it expires (Unix milliseconds).
     public static func code(url: URL, owner: OwnerID, token: String) async throws(TransportFailure) -> (code: String, expiresAt: Int64) {
-        let session = URLSession(configuration: .ephemeral)
+        let session = RelayHTTP.makeSession()
         defer { session.finishTasksAndInvalidate() }
         let http = RelayHTTP(base: url, token: token, session: session)
         let reply = try await http.send(http.request("POST", "v1/owners/\(owner)/pairing-codes", json: .object([:])),
@@ -30,7 +30,7 @@ public enum RelayAccount {
 
     /// Redeems `code` for a token of this device.
     public static func redeem(url: URL, code: String, device: String) async throws(TransportFailure) -> Grant {
-        let session = URLSession(configuration: .ephemeral)
+        let session = RelayHTTP.makeSession()
         defer { session.finishTasksAndInvalidate() }
         let http = RelayHTTP(base: url, token: nil, session: session)
         let reply = try await http.send(http.request("POST", "v1/pair", json: .object(["code": .string(code), "device": .string(device)])),
@@ -45,7 +45,7 @@ public enum RelayAccount {
     /// The owner's usage on the relay, as the relay reports it (`events`, `bytes`, `blobs`,
     /// `blobBytes`, `quotaBytes`, `lastPushAt`).
     public static func usage(url: URL, owner: OwnerID, token: String) async throws(TransportFailure) -> [String: Int64] {
-        let session = URLSession(configuration: .ephemeral)
+        let session = RelayHTTP.makeSession()
         defer { session.finishTasksAndInvalidate() }
         let http = RelayHTTP(base: url, token: token, session: session)
         let reply = try await http.send(http.request("GET", "v1/owners/\(owner)"), what: "reading the owner's usage")
@@ -60,7 +60,7 @@ public enum RelayAccount {
     /// Deletes the relay's copy of the owner's data (events and blobs); the owner and its
     /// tokens stay, so syncing can start over.
     public static func deleteCopy(url: URL, owner: OwnerID, token: String) async throws(TransportFailure) {
-        let session = URLSession(configuration: .ephemeral)
+        let session = RelayHTTP.makeSession()
         defer { session.finishTasksAndInvalidate() }
         let http = RelayHTTP(base: url, token: token, session: session)
         let reply = try await http.send(http.request("DELETE", "v1/owners/\(owner)"), what: "deleting the relay's copy")

@@ -23,6 +23,19 @@ struct RelayHTTP: Sendable {
         var headers: [String: String]
     }
 
+    /// A session for relay requests: no cookies, no cache, a few connections per relay.
+    static func makeSession() -> URLSession {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = 90
+        configuration.httpMaximumConnectionsPerHost = 4
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        // No cache at all: FoundationNetworking reads one on a queue of its own before a
+        // request starts, and a request cancelled in that window traps the process
+        // ("a task that in not in the registry").
+        configuration.urlCache = nil
+        return URLSession(configuration: configuration)
+    }
+
     init(base: URL, token: String?, session: URLSession) {
         self.base = base
         self.token = token
@@ -53,7 +66,7 @@ struct RelayHTTP: Sendable {
         let data: Data
         let response: URLResponse
         do {
-            (data, response) = try await session.data(for: request)
+            (data, response) = try await SessionCall.data(session, request)
         } catch {
             if Task.isCancelled { throw .unavailable("\(what): cancelled") }
             throw .unavailable("\(what): cannot reach the relay at \(base.absoluteString): \(error.localizedDescription); check the URL and the network")

@@ -28,11 +28,7 @@ public final class RelayTransport: Transport {
         self.base = url
         self.owner = owner
         self.maxWait = maxWait
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 90
-        configuration.httpMaximumConnectionsPerHost = 4
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        session = URLSession(configuration: configuration)
+        session = RelayHTTP.makeSession()
         http = RelayHTTP(base: url, token: token, session: session)
     }
 
@@ -92,7 +88,7 @@ public final class RelayTransport: Transport {
         request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
         let reply: (Data, URLResponse)
         do {
-            reply = try await session.upload(for: request, fromFile: URL(fileURLWithPath: path))
+            reply = try await SessionCall.upload(session, request, fromFile: URL(fileURLWithPath: path))
         } catch {
             throw .unavailable("uploading blob \(key.prefix(12))…: \(error.localizedDescription)")
         }
@@ -113,18 +109,19 @@ public final class RelayTransport: Transport {
     public func getBlob(key: BlobKey, to path: String) async throws(TransportFailure) -> Bool {
         try Self.check(key)
         let request = http.request("GET", ownerPath + "/blobs/" + key, timeout: 600)
-        let result: (URL, URLResponse)
-        do { result = try await session.download(for: request) } catch {
+        let downloaded = URL(fileURLWithPath: path + ".download")
+        let result: URLResponse
+        do { result = try await SessionCall.download(session, request, to: downloaded) } catch {
             throw .unavailable("downloading blob \(key.prefix(12))…: \(error.localizedDescription)")
         }
-        guard let response = result.1 as? HTTPURLResponse else { throw .unavailable("downloading a blob: not an HTTP reply") }
-        defer { try? FileManager.default.removeItem(at: result.0) }
+        defer { try? FileManager.default.removeItem(at: downloaded) }
+        guard let response = result as? HTTPURLResponse else { throw .unavailable("downloading a blob: not an HTTP reply") }
         if response.statusCode == 404 { return false }
         guard response.statusCode == 200 else {
             throw RelayHTTP.failure(.init(status: response.statusCode, body: Data(), headers: [:]), what: "downloading a blob", base: base)
         }
         unlink(path)
-        do { try FileManager.default.moveItem(at: result.0, to: URL(fileURLWithPath: path)) } catch {
+        do { try FileManager.default.moveItem(at: downloaded, to: URL(fileURLWithPath: path)) } catch {
             throw .unavailable("storing a downloaded blob at \(path): \(error.localizedDescription)")
         }
         return true

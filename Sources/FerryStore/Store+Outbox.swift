@@ -157,15 +157,25 @@ extension Store {
                             _ acks: [(key: RecordKey, hlc: Stamp)]) throws(FerryError) {
         let sid = try catalog.sid(space)
         try write("acknowledging \(acks.count) version(s) for \(transport)") { writer in
+            // With one transport, its acknowledgement of the queued version (or a later one)
+            // is every acknowledgement there is: the entry goes at once, with no per-transport
+            // row written only to be deleted again.
+            let onlyTransport = writer.catalog.transports(of: sid).map(\.name) == [transport]
+            let queued = try writer.db.cached(
+                "SELECT o.rid, o.hlc FROM records r JOIN outbox o ON o.rid = r.rid WHERE r.sid = ? AND r.entity = ? AND r.id = ?")
             for ack in acks {
-                guard let current = try writer.current(sid: sid, entity: ack.key.entity, id: ack.key.id) else { continue }
-                let queued = try writer.db.cached("SELECT hlc FROM outbox WHERE rid = ?")
-                queued.bind(1, current.rid)
-                let hlcText = try queued.step() ? queued.text(0) : nil
+                queued.bind(1, sid)
+                queued.bind(2, ack.key.entity)
+                queued.bind(3, ack.key.id)
+                let found = try queued.step() ? (rid: queued.int64(0), hlc: queued.text(1).flatMap(Stamp.parse)) : nil
                 queued.reset()
-                guard let hlcText, let queuedHLC = Stamp.parse(hlcText) else { continue }
-                try writer.recordAck(rid: current.rid, transport: transport, hlc: ack.hlc)
-                try writer.pruneIfDelivered(rid: current.rid, sid: sid, hlc: queuedHLC)
+                guard let found, let queuedHLC = found.hlc else { continue }
+                if onlyTransport && ack.hlc >= queuedHLC {
+                    try writer.removeFromOutbox(rid: found.rid)
+                } else {
+                    try writer.recordAck(rid: found.rid, transport: transport, hlc: ack.hlc)
+                    try writer.pruneIfDelivered(rid: found.rid, sid: sid, hlc: queuedHLC)
+                }
             }
         }
     }

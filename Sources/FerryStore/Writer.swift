@@ -429,6 +429,16 @@ final class Writer: @unchecked Sendable {
         try statement.run()
     }
 
+    /// Removes the outbox entry of `rid` and what transports said of it.
+    func removeFromOutbox(rid: Int64) throws {
+        let entry = try db.cached("DELETE FROM outbox WHERE rid = ?")
+        entry.bind(1, rid)
+        try entry.run()
+        let deliveries = try db.cached("DELETE FROM outbox_delivery WHERE rid = ?")
+        deliveries.bind(1, rid)
+        try deliveries.run()
+    }
+
     /// Removes the outbox entry of `rid` once every configured transport acknowledged `hlc` or
     /// later. With no transport configured, entries stay queued for the first one added.
     func pruneIfDelivered(rid: Int64, sid: Int64, hlc: Stamp) throws {

@@ -45,6 +45,26 @@ import Testing
         #expect(try store.outbox().isEmpty)
     }
 
+    /// With one transport an acknowledgement removes the entry at once; one from a transport
+    /// that is not configured still counts for nothing, and an earlier refusal goes with it.
+    @Test func withOneTransportItsAcknowledgementAloneRemovesTheEntry() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.addTransport(name: "only", kind: "relay")
+        let r = try store.put(entity: "note", id: "N", payload: "{}")
+        try store.acknowledge(transport: "ghost", [(r.version.key, r.hlc)])
+        #expect(try store.outbox().count == 1)
+        try store.reject(transport: "only", key: r.version.key, hlc: r.hlc, error: "too big")
+        #expect(try store.outbox()[0].deliveries.map(\.transport) == ["ghost", "only"])
+        try store.acknowledge(transport: "only", [(r.version.key, r.hlc)])
+        #expect(try store.outbox().isEmpty)
+        #expect(try store.pending(transport: "only").isEmpty)
+        // Nothing is left of it: a later version is queued afresh, with no old verdicts.
+        let next = try store.put(entity: "note", id: "N", payload: #"{"v":2}"#)
+        #expect(try store.outbox().map(\.deliveries.count) == [0])
+        #expect(try store.pending(transport: "only").map(\.version.hlc) == [next.hlc])
+    }
+
     @Test func anAckOfAnOlderVersionKeepsTheNewerQueued() throws {
         let dir = TempDir()
         let store = try makeStore(dir)

@@ -33,6 +33,16 @@ public protocol Transport: AnyObject, Sendable {
 
     /// Stops background work (watchers, connections). The transport is not used afterwards.
     func close() async
+
+    /// How many pushes the engine may have on their way at once. More than one only for a
+    /// transport whose pushes may be stored in any order (each envelope carries its stamp, and
+    /// the merge keeps the greatest), such as the relay; 1 keeps pushes strictly one after
+    /// another (the folder numbers its segments in order).
+    var pushesInFlight: Int { get }
+}
+
+extension Transport {
+    public var pushesInFlight: Int { 1 }
 }
 
 /// The engine's batching limits.

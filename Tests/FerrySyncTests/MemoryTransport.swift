@@ -13,6 +13,12 @@ final class MemoryLog: Sendable {
         /// When set, every pull fails with it.
         var pullFailure: TransportFailure?
         var pushes = 0
+        /// Pushes the transports of this log allow at once, how long each takes, and the most
+        /// seen on their way together.
+        var window = 1
+        var pushDelay: Duration = .zero
+        var pushing = 0
+        var mostPushing = 0
     }
 
     let state = Mutex(State())
@@ -36,9 +42,18 @@ final class MemoryTransport: Transport {
         if let failure = log.state.withLock({ $0.failure }) { throw failure }
     }
 
+    var pushesInFlight: Int { log.state.withLock { $0.window } }
+
     func push(_ batch: [Envelope]) async throws(TransportFailure) -> [PushOutcome] {
         try check()
+        let delay = log.state.withLock { s -> Duration in
+            s.pushing += 1
+            s.mostPushing = max(s.mostPushing, s.pushing)
+            return s.pushDelay
+        }
+        if delay > .zero { try? await Task.sleep(for: delay) }
         return log.state.withLock { s in
+            s.pushing -= 1
             s.pushes += 1
             return batch.map { e in
                 guard s.events.insert(e.header.event).inserted else { return .duplicate }

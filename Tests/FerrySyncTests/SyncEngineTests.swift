@@ -126,6 +126,21 @@ final class EngineDevice: Sendable {
         #expect((health.lastSuccessAt ?? 0) >= (health.lastErrorAt ?? 0))
     }
 
+    /// A transport that takes two pushes at once gets two on their way while the outbox is long;
+    /// every record arrives once and the outbox empties.
+    @Test func aTransportThatTakesTwoPushesAtOnceGetsThem() async throws {
+        let log = MemoryLog()
+        log.state.withLock { $0.window = 2; $0.pushDelay = .milliseconds(30) }
+        let (a, b) = try await Self.pair(log: log)
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        let requests = (0..<3000).map { PutRequest(entity: "note", id: "n\($0)", payload: #"{"i":\#($0)}"#) }
+        _ = try a.store.putMany(requests)
+        #expect(try await eventually(.seconds(60)) { try a.store.outbox().isEmpty })
+        #expect(log.count == 3000)
+        #expect(log.state.withLock { $0.mostPushing } == 2)
+        #expect(try await eventually(.seconds(60)) { try (0..<3000).allSatisfy { try b.store.get(entity: "note", id: "n\($0)") != nil } })
+    }
+
     @Test func aPausedEngineKeepsItsOutboxAndResumes() async throws {
         let log = MemoryLog()
         let (a, b) = try await Self.pair(log: log)

@@ -137,41 +137,47 @@ final class TransportRunner: Sendable {
     }
 
     /// Pushes what the outbox holds for the transport, batch after batch, and returns when it
-    /// is empty. Pipelined: while one batch is on its way, the next is read, sealed and its
-    /// attachments uploaded, and it leaves as soon as the first is answered, while the first's
-    /// outcomes are recorded. Outcomes are recorded in order. A failure stops the round (what
-    /// was not acknowledged stays in the outbox) and is thrown.
+    /// is empty. Pipelined: up to `transport.pushesInFlight` batches are on their way while the
+    /// next is read, sealed and its attachments uploaded; a batch leaves as soon as there is
+    /// room, and outcomes are recorded in batch order. A failure stops the round (what was not
+    /// acknowledged stays in the outbox, and batches already sent are answered as duplicates
+    /// when sent again) and is thrown.
     private func pushRound() async throws(SyncFailure) {
-        guard var current = try await prepareBatch(after: 0) else { return }
-        var inFlight = send(current)
+        let window = max(1, transport.pushesInFlight)
+        var sending: [(batch: PreparedBatch, task: Task<Result<[PushOutcome], TransportFailure>, Never>)] = []
+        func abandon() async {
+            for item in sending { item.task.cancel() }
+            for item in sending { _ = await item.task.value }
+            sending.removeAll()
+        }
+        var next = try await prepareBatch(after: 0)
         while true {
-            let next: PreparedBatch?
-            do {
-                next = current.more ? try await prepareBatch(after: current.cutShort ? 0 : current.lastOutboxSeq) : nil
-            } catch {
-                inFlight.cancel()
-                _ = await inFlight.value
-                throw error
+            // Fill the window, reading ahead one batch beyond what is on its way.
+            while sending.count < window, let batch = next {
+                sending.append((batch, send(batch)))
+                do {
+                    next = batch.more ? try await prepareBatch(after: batch.cutShort ? 0 : batch.lastOutboxSeq) : nil
+                } catch {
+                    await abandon()
+                    throw error
+                }
             }
+            guard !sending.isEmpty else { return }
+            let (batch, task) = sending.removeFirst()
             let outcomes: [PushOutcome]
-            let sending = inFlight
-            switch await withTaskCancellationHandler(operation: { await sending.value }, onCancel: { sending.cancel() }) {
+            switch await withTaskCancellationHandler(operation: { await task.value }, onCancel: { task.cancel() }) {
             case .success(let o): outcomes = o
-            case .failure(let e): throw .transport(e)
+            case .failure(let e):
+                await abandon()
+                throw .transport(e)
             }
-            // The next batch leaves now; this one's outcomes are recorded meanwhile.
-            let following = next.map { send($0) }
             do {
-                try await record(outcomes, of: current)
+                try await record(outcomes, of: batch)
             } catch {
-                following?.cancel()
-                _ = await following?.value
+                await abandon()
                 throw error
             }
             succeeded()
-            guard let next, let following else { return }
-            current = next
-            inFlight = following
         }
     }
 

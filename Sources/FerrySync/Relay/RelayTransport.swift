@@ -34,6 +34,11 @@ public final class RelayTransport: Transport {
 
     private var ownerPath: String { "v1/owners/\(owner)" }
 
+    /// Two pushes at once: one is stored while the next is on its way (a relay stores pushes
+    /// that arrive together in one transaction). Its sessions allow 4 connections, so a
+    /// waiting pull and blob transfers still have room.
+    public var pushesInFlight: Int { 2 }
+
     public func push(_ batch: [Envelope]) async throws(TransportFailure) -> [PushOutcome] {
         let events = JSONValue.array(batch.map { .string(Data($0.encoded).base64EncodedString()) })
         let request = http.request("POST", ownerPath + "/events", json: .object(["events": events]))

@@ -281,20 +281,39 @@ final class TransportRunner: Sendable {
         var caughtUp = false
         let store = self.store, space = self.space, key = progressKey
         var cursor = try? await Blocking.run { () throws(FerryError) in try store.progress(space: space, key: key) }
+        // A backlog is read ahead: the page after the one being applied is already on its way.
+        var ahead: PageAhead?
         while !Task.isCancelled {
             if isPaused() {
+                ahead?.task.cancel()
+                ahead = nil
                 setState("paused")
                 await pullRetry.wait(timeout: .seconds(5))
                 continue
             }
             do throws(SyncFailure) {
-                let (more, next) = try await pullOnce(after: cursor, wait: caughtUp ? options.pollInterval : .zero)
+                let page: PullPage
+                if let fetched = ahead, fetched.after == cursor {
+                    ahead = nil
+                    page = try await Self.page(from: fetched.task)
+                } else {
+                    ahead?.task.cancel()
+                    ahead = nil
+                    page = try await fetch(after: cursor, wait: caughtUp ? options.pollInterval : .zero)
+                }
+                if page.more && !isPaused() {
+                    let transport = self.transport, limit = options.batchEnvelopes, after = page.cursor
+                    ahead = PageAhead(after: after, task: Task { try await transport.pull(after: after, limit: limit, wait: .zero) })
+                }
+                let next = try await apply(page, after: cursor)
                 cursor = next
                 failures = 0
                 succeeded()
-                caughtUp = !more
+                caughtUp = !page.more
                 if unreachable.withLock({ u in defer { u.push = false }; return u.push }) { pushRetry.signal() }
             } catch {
+                ahead?.task.cancel()
+                ahead = nil
                 if Task.isCancelled { break }   // stopping: the saved cursor is where the next start goes on
                 failures += 1
                 // The retry is a quick pull, not a long wait, so a host that is back shows as
@@ -306,23 +325,38 @@ final class TransportRunner: Sendable {
                 await pullRetry.wait(timeout: delay)
             }
         }
+        ahead?.task.cancel()
     }
 
-    /// Pulls and applies one page; returns whether more is waiting and the new cursor.
-    private func pullOnce(after cursor: String?, wait: Duration) async throws(SyncFailure) -> (Bool, String?) {
+    /// The next page of a backlog, asked for while the one before it is applied; used only if
+    /// the cursor it was asked after is the one saved then.
+    private struct PageAhead {
+        var after: String
+        var task: Task<PullPage, any Error>
+    }
+
+    /// Asks the transport for the page after `cursor`, waiting up to `wait` for news; a
+    /// `nudge` cancels the wait.
+    private func fetch(after cursor: String?, wait: Duration) async throws(SyncFailure) -> PullPage {
         let transport = self.transport, limit = options.batchEnvelopes
         let task = Task { () async throws -> PullPage in try await transport.pull(after: cursor, limit: limit, wait: wait) }
         currentPull.withLock { $0 = task }
-        let result = await task.result
-        currentPull.withLock { $0 = nil }
-        let page: PullPage
-        switch result {
-        case .success(let p): page = p
+        defer { currentPull.withLock { $0 = nil } }
+        return try await Self.page(from: task)
+    }
+
+    private static func page(from task: Task<PullPage, any Error>) async throws(SyncFailure) -> PullPage {
+        switch await withTaskCancellationHandler(operation: { await task.result }, onCancel: { task.cancel() }) {
+        case .success(let p): return p
         case .failure(let error as TransportFailure): throw .transport(error)
         case .failure(let error): throw .local("pulling: \(error)")
         }
+    }
+
+    /// Applies a page pulled after `cursor`, then saves its cursor; returns the cursor saved.
+    private func apply(_ page: PullPage, after cursor: String?) async throws(SyncFailure) -> String? {
         // Paused meanwhile: apply nothing, keep the cursor; the page is read again on resume.
-        if isPaused() { return (false, cursor) }
+        if isPaused() { return cursor }
         for problem in page.unreadable {
             log(.warning, "\(info.name): skipped an unreadable frame: \(problem)", fields)
             healthState.withLock { $0.refused += 1; $0.lastRefusal = problem }
@@ -356,7 +390,7 @@ final class TransportRunner: Sendable {
             let store = self.store, space = self.space, key = progressKey, value = page.cursor
             try await local("saving the cursor") { () throws(FerryError) in try store.setProgress(space: space, key: key, value: value) }
         }
-        return (page.more, page.cursor)
+        return page.cursor
     }
 
     /// Fetches and opens the attachments `versions` reference that are not here yet. A blob

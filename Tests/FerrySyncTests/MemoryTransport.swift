@@ -17,6 +17,8 @@ final class MemoryLog: Sendable {
         /// seen on their way together.
         var window = 1
         var pushDelay: Duration = .zero
+        /// How long each pull that finds envelopes takes.
+        var pullDelay: Duration = .zero
         var pushing = 0
         var mostPushing = 0
     }
@@ -71,6 +73,8 @@ final class MemoryTransport: Transport {
             let slice = Array(s.envelopes.dropFirst(start).prefix(limit))
             return PullPage(envelopes: slice, cursor: String(start + slice.count), more: start + slice.count < s.envelopes.count)
         }
+        let pullDelay = log.state.withLock { $0.pullDelay }
+        if !page.envelopes.isEmpty, pullDelay > .zero { try? await Task.sleep(for: pullDelay) }
         if page.envelopes.isEmpty, wait > .zero {
             try? await Task.sleep(for: min(wait, .milliseconds(20)))
             page.cursor = String(start)

@@ -141,6 +141,30 @@ final class EngineDevice: Sendable {
         #expect(try await eventually(.seconds(60)) { try (0..<3000).allSatisfy { try b.store.get(entity: "note", id: "n\($0)") != nil } })
     }
 
+    /// A backlog pulled page after page (the next read while one is applied), paused and resumed
+    /// part-way, again and again: every record arrives, none is skipped.
+    @Test func aBacklogPausedPartWayIsPulledWhole() async throws {
+        let log = MemoryLog()
+        let a = try EngineDevice(logs: ["shared": log])
+        defer { Task { await a.engine.stop() } }
+        await a.engine.reconcile()
+        try await a.add("m", log: "shared")
+        _ = try a.store.putMany((0..<4000).map { PutRequest(entity: "note", id: "n\($0)", payload: "{}") })
+        #expect(try await eventually(.seconds(60)) { log.count == 4000 })
+        log.state.withLock { $0.pullDelay = .milliseconds(15) }
+        let b = try EngineDevice(logs: ["shared": log])
+        defer { Task { await b.engine.stop() } }
+        try await b.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
+        try await b.add("m", log: "shared")
+        for _ in 0..<6 {
+            try await Task.sleep(for: .milliseconds(40))
+            try b.engine.setPaused(true)
+            try await Task.sleep(for: .milliseconds(30))
+            try b.engine.setPaused(false)
+        }
+        #expect(try await eventually(.seconds(60)) { try (0..<4000).allSatisfy { try b.store.get(entity: "note", id: "n\($0)") != nil } })
+    }
+
     @Test func aPausedEngineKeepsItsOutboxAndResumes() async throws {
         let log = MemoryLog()
         let (a, b) = try await Self.pair(log: log)

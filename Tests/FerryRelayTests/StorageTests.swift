@@ -54,6 +54,34 @@ import Testing
         #expect(try s.usage(owner)!.events == 2)
     }
 
+    /// One batch that holds a stream twice (newer after older, and older after newer), an event
+    /// twice, and the event id of a version the batch itself replaced: taken one by one in
+    /// order, with the same outcomes, survivors and usage on every backend.
+    @Test(arguments: TestBackend.allCases) func aBatchIsTakenEventByEventInOrder(_ backend: TestBackend) throws {
+        let s = try storage(backend)
+        let (x, y) = (TestEnvelopes.stream(), TestEnvelopes.stream())
+        let stored = TestEnvelopes.make(owner: owner, stream: y, millis: 500)
+        #expect(try s.push(owner, events: [TestEnvelopes.incoming(stored)], quotaBytes: 1 << 30, now: 1) == [.stored])
+        let x1 = TestEnvelopes.make(owner: owner, stream: x, millis: 1000)
+        let x2 = TestEnvelopes.make(owner: owner, stream: x, millis: 2000)
+        let y2 = TestEnvelopes.make(owner: owner, stream: y, millis: 3000)
+        let y1 = TestEnvelopes.make(owner: owner, stream: y, millis: 1000)
+        let z = TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 4000)
+        let batch = [x1, x2, y2, y1, z, z, x1, stored]
+        #expect(try s.push(owner, events: batch.map(TestEnvelopes.incoming), quotaBytes: 1 << 30, now: 2)
+                == [.stored, .stored, .stored, .superseded, .stored, .duplicate, .superseded, .superseded])
+        let page = try s.pull(owner, after: .start, limit: 100, maxBytes: 1 << 20)
+        #expect(page.events == [x2.encoded, y2.encoded, z.encoded])
+        let u = try s.usage(owner)!
+        #expect(u.events == 3 && u.eventBytes == Int64([x2, y2, z].map(\.encoded.count).reduce(0, +)))
+        // The sequence numbers are those of storing x1 too (and removing it again): the next
+        // push continues after them.
+        let later = TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 5000)
+        _ = try s.push(owner, events: [TestEnvelopes.incoming(later)], quotaBytes: 1 << 30, now: 3)
+        let after = try s.pull(owner, after: page.cursor, limit: 100, maxBytes: 1 << 20)
+        #expect(after.events == [later.encoded])
+    }
+
     @Test(arguments: TestBackend.allCases) func compactionKeepsTheNewestPerStreamAndCursorsSkipNothing(_ backend: TestBackend) throws {
         let s = try storage(backend)
         let stream = TestEnvelopes.stream()

@@ -65,8 +65,8 @@ public final class Store: @unchecked Sendable {
             try db.execute("PRAGMA wal_autocheckpoint = 0")
             try db.execute("PRAGMA journal_size_limit = \(64 << 20)")
             checkpointer = try Checkpointer(path: configuration.databasePath) { try Store.configure($0, configuration) }
-            writer = Writer(db: db, config: configuration, catalog: catalog, clock: clock, lastSeq: lastSeq)
-            writer.checkpointer = checkpointer
+            writer = Writer(db: db, config: configuration, catalog: catalog, clock: clock, lastSeq: lastSeq,
+                            checkpointer: checkpointer)
             queue = WriteQueue(writer: writer)
             let readDB = try Database(path: configuration.databasePath)
             try Store.configure(readDB, configuration)

@@ -22,10 +22,8 @@ final class Writer: @unchecked Sendable {
     private var unreferenced: Set<String> = []
     /// Told of the greatest committed sequence number after every commit that added changes.
     var onCommit: (@Sendable (Int64) -> Void)?
-    /// Runs the checkpoints; nudged every `commitsPerCheckpoint` commits.
-    var checkpointer: Checkpointer? {
-        didSet { watchLog() }
-    }
+    /// Runs the checkpoints; nudged every `pagesPerCheckpoint` pages logged.
+    private let checkpointer: Checkpointer?
     /// Pages in the write-ahead log after the last commit, and when the checkpointer was last
     /// asked to copy them back (told by SQLite's WAL hook, with no system call).
     private var logPages = 0
@@ -36,9 +34,10 @@ final class Writer: @unchecked Sendable {
     private static let pagesPerCheckpoint = 8192
     /// Past this, the writer checkpoints itself (see `runBatch`).
     private static let maxLogBytes: Int = 64 << 20
-    private var maxLogPages = 16384
+    private let maxLogPages: Int
 
-    init(db: Database, config: StoreConfiguration, catalog: Catalog, clock: HybridClock, lastSeq: Int64) {
+    init(db: Database, config: StoreConfiguration, catalog: Catalog, clock: HybridClock, lastSeq: Int64,
+         checkpointer: Checkpointer?) {
         self.db = db
         self.config = config
         self.catalog = catalog
@@ -46,6 +45,10 @@ final class Writer: @unchecked Sendable {
         self.persistedClock = clock.last
         self.committedSeq = lastSeq
         self.seq = lastSeq
+        self.checkpointer = checkpointer
+        let pageSize = Int((try? db.scalarInt("PRAGMA page_size")) ?? 4096)
+        maxLogPages = Self.maxLogBytes / max(pageSize, 512)
+        watchLog()
     }
 
     var node: NodeID { clock.node }
@@ -128,8 +131,6 @@ final class Writer: @unchecked Sendable {
     /// `pagesPerCheckpoint` pages. (The log starts over after a checkpoint, so a count smaller
     /// than the last one means a new log.)
     private func watchLog() {
-        let pageSize = Int((try? db.scalarInt("PRAGMA page_size")) ?? 4096)
-        maxLogPages = Self.maxLogBytes / max(pageSize, 512)
         let checkpointer = self.checkpointer
         db.onWALCommit { [unowned self] pages in
             if pages < logPages { logPagesAtNudge = 0 }

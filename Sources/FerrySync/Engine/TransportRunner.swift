@@ -108,7 +108,7 @@ final class TransportRunner: Sendable {
                 try await pushRound()
                 failures = 0
                 succeeded()
-                if unreachable.withLock({ u in defer { u.pull = false }; return u.pull }) { pullRetry.signal() }
+                reachedHost(by: .push)
                 setState("idle")
                 await pushSignal.wait(timeout: options.pollInterval)
                 woken = true
@@ -283,10 +283,14 @@ final class TransportRunner: Sendable {
         var cursor = try? await Blocking.run { () throws(FerryError) in try store.progress(space: space, key: key) }
         // A backlog is read ahead: the page after the one being applied is already on its way.
         var ahead: PageAhead?
+        func dropAhead() {
+            ahead?.task.cancel()
+            ahead = nil
+        }
+        defer { dropAhead() }
         while !Task.isCancelled {
             if isPaused() {
-                ahead?.task.cancel()
-                ahead = nil
+                dropAhead()
                 setState("paused")
                 await pullRetry.wait(timeout: .seconds(5))
                 continue
@@ -297,8 +301,7 @@ final class TransportRunner: Sendable {
                     ahead = nil
                     page = try await Self.page(from: fetched.task)
                 } else {
-                    ahead?.task.cancel()
-                    ahead = nil
+                    dropAhead()
                     page = try await fetch(after: cursor, wait: caughtUp ? options.pollInterval : .zero)
                 }
                 if page.more && !isPaused() {
@@ -310,10 +313,9 @@ final class TransportRunner: Sendable {
                 failures = 0
                 succeeded()
                 caughtUp = !page.more
-                if unreachable.withLock({ u in defer { u.push = false }; return u.push }) { pushRetry.signal() }
+                reachedHost(by: .pull)
             } catch {
-                ahead?.task.cancel()
-                ahead = nil
+                dropAhead()
                 if Task.isCancelled { break }   // stopping: the saved cursor is where the next start goes on
                 failures += 1
                 // The retry is a quick pull, not a long wait, so a host that is back shows as
@@ -325,7 +327,6 @@ final class TransportRunner: Sendable {
                 await pullRetry.wait(timeout: delay)
             }
         }
-        ahead?.task.cancel()
     }
 
     /// The next page of a backlog, asked for while the one before it is applied; used only if
@@ -476,6 +477,20 @@ final class TransportRunner: Sendable {
         } else {
             log(first ? .warning : .debug, "\(info.name) \(phase) failed: \(failure); retrying in \(delay)", fields)
         }
+    }
+
+    private enum Loop { case push, pull }
+
+    /// A loop reached the host: the other one, if it is backing off because it could not,
+    /// tries again now.
+    private func reachedHost(by loop: Loop) {
+        let other = unreachable.withLock { u -> Bool in
+            switch loop {
+            case .push: defer { u.pull = false }; return u.pull
+            case .pull: defer { u.push = false }; return u.push
+            }
+        }
+        if other { (loop == .push ? pullRetry : pushRetry).signal() }
     }
 
     private static func isUnreachable(_ failure: SyncFailure) -> Bool {

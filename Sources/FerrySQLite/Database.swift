@@ -21,9 +21,16 @@ public final class Database: @unchecked Sendable {
         init(_ handler: @escaping (Int) -> Void) { self.handler = handler }
     }
 
+    /// Library-wide settings, made once before the first connection opens: SQLite's memory
+    /// statistics (which no one reads here) are off, so an allocation takes no global mutex.
+    private static let processSetup: Void = {
+        _ = ferry_sqlite_disable_memory_statistics()
+    }()
+
     /// Opens (and for `.readWrite`, creates) the database at `path`.
     /// - Throws: `SQLiteError` when the file cannot be opened.
     public init(path: String, mode: Mode = .readWrite) throws(SQLiteError) {
+        _ = Database.processSetup
         self.path = path
         var db: OpaquePointer?
         let flags: Int32 = (mode == .readWrite ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) : SQLITE_OPEN_READONLY)

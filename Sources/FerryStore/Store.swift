@@ -149,8 +149,9 @@ public final class Store: @unchecked Sendable {
         var clock: Stamp?
         if try get.step(), let text = get.text(0) { clock = Stamp.parse(text) }
         get.reset()
-        // The clock state is written in every transaction that moved the clock, so it is never
-        // behind a stamp this store holds.
+        // The saved value is the clock's ceiling (see `Writer.clockCeiling`), written in the
+        // transaction whose stamps reached the previous one, so it is never behind a stamp this
+        // store holds or issued.
         return (node!, clock)
     }
 

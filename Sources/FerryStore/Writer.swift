@@ -11,7 +11,13 @@ final class Writer: @unchecked Sendable {
     let config: StoreConfiguration
     let catalog: Catalog
     private(set) var clock: HybridClock
-    private var persistedClock: Stamp
+    /// The clock ceiling saved in the store: greater than every stamp the clock has issued or
+    /// observed. It is rewritten (in the same transaction) only when the clock reaches it, and
+    /// then `clockLeaseMillis` ahead, so a steady stream of writes saves it about once a second
+    /// instead of in every transaction. A store that opens starts its clock there.
+    private var clockCeiling: Stamp
+    /// How far ahead of the clock a saved ceiling is.
+    static let clockLeaseMillis: Int64 = 1_000
     /// The greatest change-log sequence number committed.
     private(set) var committedSeq: Int64
     private var seq: Int64
@@ -42,7 +48,7 @@ final class Writer: @unchecked Sendable {
         self.config = config
         self.catalog = catalog
         self.clock = clock
-        self.persistedClock = clock.last
+        self.clockCeiling = clock.last
         self.committedSeq = lastSeq
         self.seq = lastSeq
         self.checkpointer = checkpointer
@@ -96,12 +102,16 @@ final class Writer: @unchecked Sendable {
             }
         }
         do {
-            if clock.last != persistedClock {
+            var ceiling = clockCeiling
+            if clock.last >= clockCeiling {
+                ceiling = Stamp(millis: clock.last.millis &+ Self.clockLeaseMillis, counter: 0, node: clock.node)
+                if ceiling <= clock.last { ceiling = clock.last }   // at the end of the stamp range
                 let statement = try db.cached("INSERT OR REPLACE INTO engine_state (key, value) VALUES ('clock', ?)")
-                statement.bind(1, clock.last.text)
+                statement.bind(1, ceiling.text)
                 try statement.run()
             }
             try db.cached("COMMIT").run()
+            clockCeiling = ceiling
         } catch {
             try? db.execute("ROLLBACK")
             for job in batch where job.failure == nil { job.failure = error }
@@ -109,7 +119,6 @@ final class Writer: @unchecked Sendable {
             seq = seqBefore
             return
         }
-        persistedClock = clock.last
         // Under a steady stream of writes a background checkpoint never finds the log idle
         // enough to start it over; past a size, the writer does it itself (and
         // journal_size_limit then trims the file), so the log stays bounded.

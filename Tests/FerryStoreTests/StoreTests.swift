@@ -128,6 +128,40 @@ import FerrySQLite
         #expect(second.hlc > first.hlc)
     }
 
+    /// The clock is saved as a ceiling a lease ahead, not in every transaction, and a store that
+    /// opens again, even at once and with the wall clock standing still, stamps above everything
+    /// it issued before.
+    @Test func theClockIsSavedAsACeilingThatReopenStartsFrom() throws {
+        let dir = TempDir()
+        let wall = TestWall()
+        func savedClock() throws -> Stamp? {
+            let db = try Database(path: dir.path + "/ferry.db", mode: .readOnly)
+            return try db.scalarText("SELECT value FROM engine_state WHERE key = 'clock'").flatMap(Stamp.parse)
+        }
+        var last: Record
+        do {
+            let store = try makeStore(dir, wall: wall)
+            last = try store.put(entity: "a", id: "0", payload: "{}")
+            let ceiling = try #require(try savedClock())
+            #expect(ceiling > last.hlc)
+            for i in 1...20 {
+                wall.advance(10)
+                last = try store.put(entity: "a", id: "\(i)", payload: "{}")
+            }
+            // 200 ms of writes inside a 1 s lease: the saved ceiling did not move.
+            #expect(try savedClock() == ceiling)
+            #expect(ceiling > last.hlc)
+            wall.advance(Writer.clockLeaseMillis)
+            last = try store.put(entity: "a", id: "past", payload: "{}")
+            let next = try #require(try savedClock())
+            #expect(next > ceiling)
+            #expect(next > last.hlc)
+        }
+        let store = try makeStore(dir, wall: wall)
+        let after = try store.put(entity: "a", id: "reopened", payload: "{}")
+        #expect(after.hlc > last.hlc)
+    }
+
     @Test func immutableKindsRefuseLocalChanges() throws {
         let dir = TempDir()
         let store = try makeStore(dir, immutable: ["stock.movement"])

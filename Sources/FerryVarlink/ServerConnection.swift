@@ -200,7 +200,7 @@ final class ServerConnection: EventLoopHandler {
         if output.isTooSlow {
             core.log(.slowPeerDisconnected(peer: peer))
             closeWhenFlushed = true
-            core.closeLater(connectionID: id, after: core.configuration.slowPeerGrace)
+            core.closeLater(connectionID: id, after: core.configuration.slowPeerDrainTime)
         }
         flush()
         if !closed { processInput() }

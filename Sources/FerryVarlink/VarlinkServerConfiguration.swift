@@ -10,9 +10,13 @@ public struct VarlinkServerConfiguration: Sendable {
     /// Per-connection cap on reply bytes queued but not yet read by the client. Streamed
     /// replies beyond it wait, then fail with `VarlinkSinkError.peerTooSlow`.
     public var outputBufferLimit: Int = 4 << 20
-    /// How long a streamed reply waits for room before the peer counts as too slow, and
-    /// how long a too-slow peer gets to read the final reply before it is disconnected.
+    /// How long a streamed reply waits for room before the peer counts as too slow.
     public var slowPeerGrace: Duration = .seconds(5)
+    /// How long a too-slow peer then gets to read what is queued, its final reply (the error
+    /// telling it what to do) included, before it is disconnected. Longer than the grace, so
+    /// that a client that stalled for a while still learns why its stream ended; the queue
+    /// it drains is capped by `outputBufferLimit`.
+    public var slowPeerDrainTime: Duration = .seconds(30)
     /// Connections beyond this are closed as soon as they are accepted.
     public var maxConnections: Int = 4096
     /// Mode of the socket file the server creates.

@@ -223,7 +223,9 @@ import Testing
             let tooSlow = await server.recorder.waitFor { $0.hasPrefix("flood too slow at ") }
             let cursor = Int(try #require(tooSlow).dropFirst("flood too slow at ".count))!
             #expect(await server.recorder.waitFor { $0.hasPrefix("log: disconnected slow peer") } != nil)
-            // Everything queued before the limit still arrives, then the final error.
+            // The client only reads well after the grace (it stalled): everything queued before
+            // the limit still arrives, then the final error, so it learns why the stream ended.
+            try await Task.sleep(for: .seconds(1))
             var received = 0
             var final: VarlinkReplyMessage?
             while case let .message(bytes) = await raw.read() {

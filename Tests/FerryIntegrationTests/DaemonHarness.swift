@@ -10,8 +10,10 @@ final class DaemonHarness: @unchecked Sendable {
     let stateDirectory: String
     let socketPath: String
     let configPath: String
-    private(set) var process: Process?
-    private(set) var logPath: String
+    let logPath: String
+    private let child: ChildProcess
+    /// The running ferryd, if any.
+    var process: Process? { child.process }
 
     /// - Parameter config: the text of a ferryd.conf to use (default: durability normal for speed
     ///   where a test does not need FULL).
@@ -22,11 +24,12 @@ final class DaemonHarness: @unchecked Sendable {
         socketPath = root + "/run/ferryd.sock"
         configPath = root + "/ferryd.conf"
         logPath = root + "/ferryd.log"
+        child = ChildProcess(logPath: logPath)
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
     }
 
     deinit {
-        if let process, process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        child.crash()
         try? FileManager.default.removeItem(atPath: root)
     }
 
@@ -34,30 +37,14 @@ final class DaemonHarness: @unchecked Sendable {
     /// - Parameter launcher: a command that runs ferryd (its path and arguments follow), such as
     ///   a `unshare` that gives it a mount namespace of its own.
     func start(extraArguments: [String] = [], environment: [String: String] = [:], launcher: [String] = []) throws {
-        let p = Process()
         let ferryd = try Executables.path("ferryd")
         let arguments = ["--config", configPath, "--state-dir", stateDirectory, "--socket", socketPath] + extraArguments
         if let first = launcher.first {
-            p.executableURL = URL(fileURLWithPath: first)
-            p.arguments = Array(launcher.dropFirst()) + [ferryd] + arguments
+            try child.start(executable: first, arguments: Array(launcher.dropFirst()) + [ferryd] + arguments, environment: environment)
         } else {
-            p.executableURL = URL(fileURLWithPath: ferryd)
-            p.arguments = arguments
+            try child.start(executable: ferryd, arguments: arguments, environment: environment)
         }
-        var env = ProcessInfo.processInfo.environment
-        env.removeValue(forKey: "NOTIFY_SOCKET")
-        env.removeValue(forKey: "LISTEN_FDS")
-        env.removeValue(forKey: "LISTEN_PID")
-        env.removeValue(forKey: "JOURNAL_STREAM")
-        for (k, v) in environment { env[k] = v }
-        p.environment = env
-        FileManager.default.createFile(atPath: logPath, contents: nil)
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        log.seekToEndOfFile()
-        p.standardError = log
-        p.standardOutput = log
-        try p.run()
-        process = p
+        let p = child.process!
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             if !p.isRunning { throw HarnessError("ferryd exited at start: \(self.log)") }
@@ -69,25 +56,15 @@ final class DaemonHarness: @unchecked Sendable {
 
     /// SIGTERM, and wait for a graceful exit. Returns the exit status.
     @discardableResult
-    func stop() -> Int32 {
-        guard let p = process else { return -1 }
-        if p.isRunning { kill(p.processIdentifier, SIGTERM) }
-        p.waitUntilExit()
-        process = nil
-        return p.terminationStatus
-    }
+    func stop() -> Int32 { child.stop() }
 
     /// SIGKILL: no chance to clean up.
-    func crash() {
-        guard let p = process else { return }
-        kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
-        process = nil
-    }
+    func crash() { child.crash() }
 
-    var isRunning: Bool { process?.isRunning ?? false }
+    var isRunning: Bool { child.isRunning }
 
-    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    /// What ferryd logged, over all its runs.
+    var log: String { child.log }
 
     func client() throws -> VarlinkClient { try VarlinkClient(address: "unix:" + socketPath) }
 }

@@ -10,7 +10,9 @@ final class RelayHarness: @unchecked Sendable {
     let configPath: String
     let port: Int
     let logPath: String
-    private(set) var process: Process?
+    private let child: ChildProcess
+    /// The running relay, if any.
+    var process: Process? { child.process }
 
     var url: String { "http://127.0.0.1:\(port)" }
 
@@ -20,6 +22,7 @@ final class RelayHarness: @unchecked Sendable {
         port = try Self.freePort()
         configPath = root + "/ferry-relay.conf"
         logPath = root + "/relay.log"
+        child = ChildProcess(logPath: logPath)
         try """
             [Relay]
             Listen=127.0.0.1:\(port)
@@ -31,25 +34,14 @@ final class RelayHarness: @unchecked Sendable {
     }
 
     deinit {
-        if let process, process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        child.crash()
         try? FileManager.default.removeItem(atPath: root)
     }
 
     /// Starts the relay and waits until `/healthz` answers.
     func start() throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: try BuiltExecutable.path("ferry-relay"))
-        p.arguments = ["serve", "--config", configPath]
-        var env = ProcessInfo.processInfo.environment
-        for key in ["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "JOURNAL_STREAM"] { env.removeValue(forKey: key) }
-        p.environment = env
-        FileManager.default.createFile(atPath: logPath, contents: nil)
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        log.seekToEndOfFile()
-        p.standardOutput = log
-        p.standardError = log
-        try p.run()
-        process = p
+        try child.start(executable: try BuiltExecutable.path("ferry-relay"), arguments: ["serve", "--config", configPath])
+        let p = child.process!
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             if !p.isRunning { throw HarnessError("ferry-relay exited at start: \(self.log)") }
@@ -59,23 +51,15 @@ final class RelayHarness: @unchecked Sendable {
         throw HarnessError("ferry-relay did not answer on port \(port) within 30 s: \(self.log)")
     }
 
+    /// SIGTERM, and wait. Returns the exit status.
     @discardableResult
-    func stop() -> Int32 {
-        guard let p = process else { return -1 }
-        if p.isRunning { kill(p.processIdentifier, SIGTERM) }
-        p.waitUntilExit()
-        process = nil
-        return p.terminationStatus
-    }
+    func stop() -> Int32 { child.stop() }
 
-    func crash() {
-        guard let p = process else { return }
-        kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
-        process = nil
-    }
+    /// SIGKILL: no chance to clean up.
+    func crash() { child.crash() }
 
-    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    /// What the relay logged, over all its runs.
+    var log: String { child.log }
 
     /// `ferry-relay admin ARGS` with this relay's configuration.
     func admin(_ arguments: [String]) throws -> (status: Int32, output: String) {

@@ -9,7 +9,9 @@ final class RelayHarness: @unchecked Sendable {
     let root: String
     let configPath: String
     let logPath: String
-    private(set) var process: Process?
+    private let child: ChildProcess
+    /// The running relay, if any.
+    var process: Process? { child.process }
     private(set) var port = 0
 
     /// The PostgreSQL database, when the backend is PostgreSQL.
@@ -20,6 +22,7 @@ final class RelayHarness: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         configPath = root + "/ferry-relay.conf"
         logPath = root + "/relay.log"
+        child = ChildProcess(logPath: logPath)
         var config = "[Relay]\nListen=127.0.0.1:0\nStateDirectory=\(root)/state\nLogLevel=info\n" + extraConfig
         switch backend {
         case .sqlite:
@@ -33,28 +36,18 @@ final class RelayHarness: @unchecked Sendable {
     }
 
     deinit {
-        if let process, process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        child.crash()
         try? FileManager.default.removeItem(atPath: root)
     }
 
-    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    /// What the relay logged, over all its runs.
+    var log: String { child.log }
 
     /// Starts serve and waits for its "listening on" line.
     func start() throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: try BuiltExecutable.path("ferry-relay"))
-        p.arguments = ["serve", "--config", configPath]
-        var env = ProcessInfo.processInfo.environment
-        for k in ["NOTIFY_SOCKET", "JOURNAL_STREAM", "STATE_DIRECTORY"] { env.removeValue(forKey: k) }
-        p.environment = env
-        FileManager.default.createFile(atPath: logPath, contents: nil)
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        log.seekToEndOfFile()
-        p.standardError = log
-        p.standardOutput = log
         let before = self.log.components(separatedBy: "listening on http://127.0.0.1:").count
-        try p.run()
-        process = p
+        try child.start(executable: try BuiltExecutable.path("ferry-relay"), arguments: ["serve", "--config", configPath])
+        let p = child.process!
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             let parts = self.log.components(separatedBy: "listening on http://127.0.0.1:")
@@ -70,21 +63,10 @@ final class RelayHarness: @unchecked Sendable {
 
     /// SIGTERM and wait; the exit status.
     @discardableResult
-    func stop() -> Int32 {
-        guard let p = process else { return -1 }
-        kill(p.processIdentifier, SIGTERM)
-        p.waitUntilExit()
-        process = nil
-        return p.terminationStatus
-    }
+    func stop() -> Int32 { child.stop() }
 
     /// SIGKILL: no chance to clean up.
-    func crash() {
-        guard let p = process else { return }
-        kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
-        process = nil
-    }
+    func crash() { child.crash() }
 
     /// Runs `ferry-relay admin ARGS` on this state; (status, output).
     @discardableResult

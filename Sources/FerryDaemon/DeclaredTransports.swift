@@ -25,7 +25,8 @@ enum DeclaredTransports {
             do {
                 let existing = try store.transports(space: t.space).first { $0.name == t.name }
                 if existing?.kind != t.kind || existing?.config != config {
-                    try store.addTransport(space: t.space, name: t.name, kind: t.kind, config: config)
+                    let startOver = existing.map { !TransportConfiguration.samePlace($0, kind: t.kind, config: config) } ?? true
+                    try store.addTransport(space: t.space, name: t.name, kind: t.kind, config: config, startOver: startOver)
                     logger.info("ferryd.conf: transport \(t.name) (\(t.kind)) of space \(t.space) configured", ["transport": t.name, "space": t.space])
                 }
                 now.insert(t.space + "\u{1}" + t.name)

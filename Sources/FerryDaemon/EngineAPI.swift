@@ -169,7 +169,10 @@ struct EngineAPI: Sendable {
         } catch {
             throw ErrorMapping.invalidArgument(error.parameter, error.message, interface: EngineInterface.name)
         }
-        do { try await sync.addTransport(space: space, name: name, kind: kind, config: config) } catch {
+        let store = self.store
+        let existing = try? await run { () throws(FerryError) in try store.transports(space: space).first { $0.name == name } }
+        let startOver = existing.flatMap { $0 }.map { !TransportConfiguration.samePlace($0, kind: kind, config: config) } ?? true
+        do { try await sync.addTransport(space: space, name: name, kind: kind, config: config, startOver: startOver) } catch {
             throw ErrorMapping.varlink(error, interface: EngineInterface.name)
         }
         let list = try await transportList(space: space)

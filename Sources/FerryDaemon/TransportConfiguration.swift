@@ -57,9 +57,18 @@ enum TransportConfiguration {
     }
 
     /// The folder path or URL of a configured transport.
-    static func location(of info: TransportInfo) -> String? {
-        guard let value = try? JSONParser.parse(info.config), case .object(let o) = value else { return nil }
+    static func location(of info: TransportInfo) -> String? { location(ofConfig: info.config) }
+
+    private static func location(ofConfig config: String) -> String? {
+        guard let value = try? JSONParser.parse(config), case .object(let o) = value else { return nil }
         return o["path"]?.stringValue ?? o["url"]?.stringValue
+    }
+
+    /// Whether a new configuration of an existing transport points at the same place (the same
+    /// kind and folder or relay URL; a new token is still the same place). When it does not,
+    /// the transport starts over: what it had sent and read belongs to the old place.
+    static func samePlace(_ existing: TransportInfo, kind: String, config: String) -> Bool {
+        existing.kind == kind && location(of: existing) == location(ofConfig: config)
     }
 
     /// Builds the transport a kept configuration describes.

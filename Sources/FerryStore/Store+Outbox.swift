@@ -12,13 +12,18 @@ extension Store {
     // MARK: Transports
 
     /// Adds a transport to a space and queues every record of the space for it.
-    /// - Throws: `invalidTransportName`, `spaceNotFound`; adding an existing name replaces its
-    ///   kind and configuration and keeps its progress.
-    public func addTransport(space: String = Store.privateSpace, name: String, kind: String, config: String = "{}") throws(FerryError) {
+    /// - Parameter startOver: for a name that exists already (its kind or configuration
+    ///   changes): true when it now points at another place (another folder or relay), so its
+    ///   cursor, progress and acknowledgements go and every record is queued for it again, as
+    ///   for a new one; false to keep them (the same place, new credentials).
+    /// - Throws: `invalidTransportName`, `spaceNotFound`.
+    public func addTransport(space: String = Store.privateSpace, name: String, kind: String, config: String = "{}",
+                             startOver: Bool = true) throws(FerryError) {
         guard Names.isValidName(name) else { throw .invalidTransportName(String(name.prefix(80))) }
         let sid = try catalog.sid(space)
         let catalog = self.catalog
         let now = configuration.wallClock()
+        let exists = catalog.transports(of: sid).contains { $0.name == name }
         try write("adding transport \(name)") { writer in
             let db = writer.db
             let insert = try db.prepare("""
@@ -27,22 +32,7 @@ extension Store {
                 """)
             insert.bind(1, sid); insert.bind(2, name); insert.bind(3, kind); insert.bind(4, config); insert.bind(5, now)
             try insert.run()
-            // Records with no outbox entry were delivered to every transport already there:
-            // say so, so that queueing them for the new one does not send them there again.
-            let delivered = try db.prepare("""
-                INSERT OR IGNORE INTO outbox_delivery (rid, transport, acked_hlc, error, error_hlc, updated_at)
-                SELECT r.rid, t.name, r.hlc, NULL, NULL, ?1 FROM records r JOIN transports t ON t.sid = r.sid
-                WHERE r.sid = ?2 AND t.name != ?3 AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.rid = r.rid)
-                """)
-            delivered.bind(1, now); delivered.bind(2, sid); delivered.bind(3, name)
-            try delivered.run()
-            let queue = try db.prepare("""
-                INSERT INTO outbox (rid, sid, hlc, seq, queued_at)
-                SELECT rid, sid, hlc, seq, ? FROM records WHERE sid = ? AND true
-                ON CONFLICT (rid) DO NOTHING
-                """)
-            queue.bind(1, now); queue.bind(2, sid)
-            try queue.run()
+            if !exists || startOver { try Self.queueEverything(sid: sid, for: name, now: now, in: db) }
             let info = TransportInfo(space: space, name: name, kind: kind, config: config)
             writer.whenCommitted {
                 catalog.update(space) { s in
@@ -52,6 +42,46 @@ extension Store {
                 }
             }
         }
+    }
+
+    /// Starts a transport over, because its host lost what it held (restored from an older
+    /// backup, wiped): drops its cursor, progress and acknowledgements and queues every record
+    /// of the space for it again, so that it gets a full copy and is read from its beginning.
+    /// Other transports are not affected; a transport that no longer exists is left alone.
+    /// - Throws: `spaceNotFound`.
+    public func restartTransport(space: String = Store.privateSpace, name: String) throws(FerryError) {
+        let sid = try catalog.sid(space)
+        guard catalog.transports(of: sid).contains(where: { $0.name == name }) else { return }
+        let now = configuration.wallClock()
+        try write("starting transport \(name) over") { writer in
+            try Self.queueEverything(sid: sid, for: name, now: now, in: writer.db)
+        }
+    }
+
+    /// Forgets what transport `name` of space `sid` was sent and read, and queues every record
+    /// of the space for it (a record with no outbox entry was delivered to every other
+    /// transport already: that is recorded, so it is not sent to them again).
+    private static func queueEverything(sid: Int64, for name: String, now: Int64, in db: Database) throws(SQLiteError) {
+        let progress = try db.prepare("DELETE FROM progress WHERE sid = ? AND (key = 'push:' || ?2 OR key = 'cursor:' || ?2)")
+        progress.bind(1, sid); progress.bind(2, name)
+        try progress.run()
+        let acks = try db.prepare("DELETE FROM outbox_delivery WHERE transport = ? AND rid IN (SELECT rid FROM records WHERE sid = ?)")
+        acks.bind(1, name); acks.bind(2, sid)
+        try acks.run()
+        let delivered = try db.prepare("""
+            INSERT OR IGNORE INTO outbox_delivery (rid, transport, acked_hlc, error, error_hlc, updated_at)
+            SELECT r.rid, t.name, r.hlc, NULL, NULL, ?1 FROM records r JOIN transports t ON t.sid = r.sid
+            WHERE r.sid = ?2 AND t.name != ?3 AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.rid = r.rid)
+            """)
+        delivered.bind(1, now); delivered.bind(2, sid); delivered.bind(3, name)
+        try delivered.run()
+        let queue = try db.prepare("""
+            INSERT INTO outbox (rid, sid, hlc, seq, queued_at)
+            SELECT rid, sid, hlc, seq, ? FROM records WHERE sid = ? AND true
+            ON CONFLICT (rid) DO NOTHING
+            """)
+        queue.bind(1, now); queue.bind(2, sid)
+        try queue.run()
     }
 
     /// Removes a transport: drops its progress and acknowledgements, and prunes the outbox

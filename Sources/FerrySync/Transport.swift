@@ -99,8 +99,13 @@ public enum TransportFailure: Error, Sendable, Equatable, CustomStringConvertibl
     case unavailable(String)
     /// The request is wrong and will not succeed if repeated.
     case rejected(String)
+    /// The host no longer holds what this device sent it or read from it (it was restored
+    /// from an older backup, or wiped): the engine starts the transport over, queueing every
+    /// record for it again and reading it from its beginning.
+    case hostLostData(String)
 
-    /// A short name of the kind: `unauthorized`, `quota`, `rate-limited`, `unavailable`, `rejected`.
+    /// A short name of the kind: `unauthorized`, `quota`, `rate-limited`, `unavailable`,
+    /// `rejected`, `host-lost-data`.
     public var kind: String {
         switch self {
         case .unauthorized: "unauthorized"
@@ -108,12 +113,14 @@ public enum TransportFailure: Error, Sendable, Equatable, CustomStringConvertibl
         case .rateLimited: "rate-limited"
         case .unavailable: "unavailable"
         case .rejected: "rejected"
+        case .hostLostData: "host-lost-data"
         }
     }
 
     public var message: String {
         switch self {
-        case .unauthorized(let m), .quotaExceeded(let m), .rateLimited(_, let m), .unavailable(let m), .rejected(let m): m
+        case .unauthorized(let m), .quotaExceeded(let m), .rateLimited(_, let m), .unavailable(let m), .rejected(let m),
+             .hostLostData(let m): m
         }
     }
 

@@ -2,6 +2,7 @@ import FerryINI
 import Foundation
 import Testing
 @testable import FerryDaemon
+@testable import FerryStore
 
 @Suite struct INIParserTests {
     let sample = """
@@ -142,6 +143,21 @@ import Testing
 
 @Suite struct TransportConfigurationTests {
     let env = ["HOME": "/home/u", "XDG_RUNTIME_DIR": "/run/user/1000"]
+
+    /// A transport added again under its name keeps its progress only while it points at the
+    /// same place: same kind and the same relay URL or folder path; a new token is the same place.
+    @Test func aTransportIsTheSamePlaceOnlyWithTheSameKindAndLocation() {
+        let relay = TransportInfo(space: "private", name: "r", kind: "relay",
+                                  config: TransportConfiguration.relay(url: URL(string: "http://a:1")!, token: "t1"))
+        #expect(TransportConfiguration.samePlace(relay, kind: "relay",
+                                                 config: TransportConfiguration.relay(url: URL(string: "http://a:1")!, token: "t2")))
+        #expect(!TransportConfiguration.samePlace(relay, kind: "relay",
+                                                  config: TransportConfiguration.relay(url: URL(string: "http://b:1")!, token: "t1")))
+        #expect(!TransportConfiguration.samePlace(relay, kind: "folder", config: #"{"path":"/srv/f"}"#))
+        let folder = TransportInfo(space: "private", name: "f", kind: "folder", config: #"{"path":"/srv/f"}"#)
+        #expect(TransportConfiguration.samePlace(folder, kind: "folder", config: #"{"path":"/srv/f"}"#))
+        #expect(!TransportConfiguration.samePlace(folder, kind: "folder", config: #"{"path":"/srv/g"}"#))
+    }
 
     @Test func transportSectionsAreRead() throws {
         var c = DaemonConfiguration(environment: env)

@@ -31,6 +31,53 @@ import Testing
         #expect(try store.outbox().isEmpty)
     }
 
+    /// A transport whose host lost its data starts over: its cursor and progress go and every
+    /// record is queued for it again; the other transport, which has them all, is not sent
+    /// them again.
+    @Test func aRestartedTransportGetsEveryRecordAgainAndTheOtherNone() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.addTransport(name: "folder", kind: "folder")
+        try store.addTransport(name: "relay", kind: "relay")
+        var records: [Record] = []
+        for i in 0..<3 { records.append(try store.put(entity: "note", id: "N\(i)", payload: "{}")) }
+        for t in ["folder", "relay"] { try store.acknowledge(transport: t, records.map { ($0.version.key, $0.hlc) }) }
+        try store.setProgress(key: "cursor:relay", value: "42")
+        try store.setProgress(key: "push:relay", value: "7")
+        try store.setProgress(key: "cursor:folder", value: "9")
+        #expect(try store.outbox().isEmpty)
+
+        try store.restartTransport(name: "relay")
+        #expect(try store.pending(transport: "relay").map(\.version.id).sorted() == ["N0", "N1", "N2"])
+        #expect(try store.pending(transport: "folder").isEmpty)
+        #expect(try store.progress(key: "cursor:relay") == nil)
+        #expect(try store.progress(key: "push:relay") == nil)
+        #expect(try store.progress(key: "cursor:folder") == "9")
+        try store.acknowledge(transport: "relay", records.map { ($0.version.key, $0.hlc) })
+        #expect(try store.outbox().isEmpty)
+        try store.restartTransport(name: "gone")   // no such transport: nothing happens
+        #expect(try store.outbox().isEmpty)
+    }
+
+    /// Adding a transport again under its name keeps its progress when it is the same place
+    /// (new credentials) and starts it over when it points somewhere else.
+    @Test func addingAnExistingNameStartsOverOnlyWhenAsked() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.addTransport(name: "relay", kind: "relay", config: #"{"url":"http://a"}"#)
+        let r = try store.put(entity: "note", id: "N", payload: "{}")
+        try store.acknowledge(transport: "relay", [(r.version.key, r.hlc)])
+        try store.setProgress(key: "cursor:relay", value: "42")
+
+        try store.addTransport(name: "relay", kind: "relay", config: #"{"url":"http://a","token":"t2"}"#, startOver: false)
+        #expect(try store.progress(key: "cursor:relay") == "42")
+        #expect(try store.pending(transport: "relay").isEmpty)
+
+        try store.addTransport(name: "relay", kind: "relay", config: #"{"url":"http://b"}"#, startOver: true)
+        #expect(try store.progress(key: "cursor:relay") == nil)
+        #expect(try store.pending(transport: "relay").map(\.version.id) == ["N"])
+    }
+
     @Test func acknowledgementsOfUnconfiguredTransportsDoNotPrune() throws {
         let dir = TempDir()
         let store = try makeStore(dir)

@@ -28,6 +28,15 @@ final class MemoryLog: Sendable {
     var count: Int { state.withLock { $0.envelopes.count } }
     func fail(with failure: TransportFailure?) { state.withLock { $0.failure = failure } }
     func failPulls(with failure: TransportFailure?) { state.withLock { $0.pullFailure = failure } }
+    /// The host goes back to an older copy of itself: only the first `count` envelopes stay.
+    func restore(keepingFirst count: Int) {
+        state.withLock { s in
+            s.envelopes = Array(s.envelopes.prefix(count))
+            s.events = Set(s.envelopes.map(\.header.event))
+        }
+    }
+    /// Records the log holds a version of (their pseudonymous stream ids).
+    var streams: Set<StreamID> { state.withLock { Set($0.envelopes.map(\.header.stream)) } }
 }
 
 /// A transport over a `MemoryLog`; its cursor is the index of the next envelope.
@@ -69,6 +78,9 @@ final class MemoryTransport: Transport {
         try check()
         if let failure = log.state.withLock({ $0.pullFailure }) { throw failure }
         let start = cursor.flatMap { Int($0) } ?? 0
+        // As a relay restored from an older backup answers: the cursor is past the log's end.
+        let end = log.state.withLock { $0.envelopes.count }
+        if start > end { throw .hostLostData("cursor \(start) is past the end of the log (\(end))") }
         var page = log.state.withLock { s -> PullPage in
             let slice = Array(s.envelopes.dropFirst(start).prefix(limit))
             return PullPage(envelopes: slice, cursor: String(start + slice.count), more: start + slice.count < s.envelopes.count)

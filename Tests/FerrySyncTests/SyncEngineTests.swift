@@ -47,6 +47,24 @@ final class EngineDevice: Sendable {
         return (a, b)
     }
 
+    /// The host goes back to an older copy of itself (a relay restored from a backup): the
+    /// devices' cursors are past its end. They start over: every record is sent again, so the
+    /// host holds them all, and a change made afterwards still reaches the other device.
+    @Test func aHostRestoredFromAnOlderCopyGetsEverythingAgain() async throws {
+        let log = MemoryLog()
+        let (a, b) = try await Self.pair(log: log)
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        for i in 0..<5 { _ = try a.store.put(entity: "note", id: "N\(i)", payload: #"{"i":\#(i)}"#) }
+        #expect(try await eventually { try (0..<5).allSatisfy { try b.store.get(entity: "note", id: "N\($0)") != nil } && a.store.outbox().isEmpty })
+        #expect(try await eventually { try b.store.progress(key: "cursor:m") == "5" })
+        log.restore(keepingFirst: 2)
+        _ = try b.store.put(entity: "note", id: "after", payload: "{}")
+        #expect(try await eventually { try a.store.get(entity: "note", id: "after") != nil })
+        #expect(try await eventually { log.streams.count == 6 })
+        #expect(try await eventually { try a.store.outbox().isEmpty && b.store.outbox().isEmpty })
+        #expect(try a.store.digest() == b.store.digest())
+    }
+
     @Test func putsEditsAndDeletesReachTheOtherDevice() async throws {
         let (a, b) = try await Self.pair(log: MemoryLog())
         defer { Task { await a.engine.stop(); await b.engine.stop() } }

@@ -14,6 +14,8 @@ public enum Backoff {
         case .transport(.quotaExceeded): (base, cap) = (60, 3600)
         case .transport(.unavailable): (base, cap) = (1, 300)
         case .transport(.rejected): (base, cap) = (30, 3600)
+        // Only when starting over failed locally; the engine otherwise starts over at once.
+        case .transport(.hostLostData): (base, cap) = (1, 60)
         case .local: (base, cap) = (1, 60)
         case .waitingForAttachment: (base, cap) = (0.5, 10)
         }

@@ -82,9 +82,11 @@ public final class SyncEngine: Sendable {
 
     /// Adds (or reconfigures) a transport: the store queues every record of the space for it,
     /// then its loops start. A running transport of that name is stopped first.
-    public func addTransport(space: String, name: String, kind: String, config: String) async throws(FerryError) {
+    /// - Parameter startOver: for a name that exists: it now points at another place, so it
+    ///   starts from nothing like a new one (see `Store.addTransport`).
+    public func addTransport(space: String, name: String, kind: String, config: String, startOver: Bool = true) async throws(FerryError) {
         await stopRunner(space: space, name: name)
-        try store.addTransport(space: space, name: name, kind: kind, config: config)
+        try store.addTransport(space: space, name: name, kind: kind, config: config, startOver: startOver)
         await reconcile()
     }
 

@@ -36,6 +36,9 @@ final class TransportRunner: Sendable {
     private let currentPull = Mutex<Task<PullPage, any Error>?>(nil)
     private let uploadedBlobs = Mutex<Set<BlobKey>>([])
     private let missingSince = Mutex<[String: ContinuousClock.Instant]>([:])
+    /// Why the host lost this device's data, when the push loop found out: the pull loop (the
+    /// only writer of the cursor) then starts the transport over.
+    private let startOverRequest = Mutex<String?>(nil)
 
     init(space: String, info: TransportInfo, transport: any Transport, store: Store, keys: OwnerKeys,
          options: SyncOptions, log: SyncLog, isPaused: @escaping @Sendable () -> Bool) {
@@ -114,6 +117,14 @@ final class TransportRunner: Sendable {
                 woken = true
             } catch {
                 if Task.isCancelled { break }   // stopping: what was not acknowledged stays queued
+                if case .transport(.hostLostData(let why)) = error {
+                    // The pull loop starts the transport over, then wakes this one.
+                    startOverRequest.withLock { $0 = why }
+                    pullRetry.signal()
+                    currentPull.withLock { $0?.cancel() }
+                    await pushRetry.wait(timeout: .seconds(5))
+                    continue
+                }
                 failures += 1
                 let delay = options.backoff(error, failures)
                 unreachable.withLock { $0.push = Self.isUnreachable(error) }
@@ -295,6 +306,13 @@ final class TransportRunner: Sendable {
                 await pullRetry.wait(timeout: .seconds(5))
                 continue
             }
+            if let why = startOverRequest.withLock({ r -> String? in defer { r = nil }; return r }) {
+                dropAhead()
+                if await startOver(because: why) {
+                    cursor = nil
+                    caughtUp = false
+                }
+            }
             do throws(SyncFailure) {
                 let page: PullPage
                 if let fetched = ahead, fetched.after == cursor {
@@ -317,6 +335,11 @@ final class TransportRunner: Sendable {
             } catch {
                 dropAhead()
                 if Task.isCancelled { break }   // stopping: the saved cursor is where the next start goes on
+                if case .transport(.hostLostData(let why)) = error, await startOver(because: why) {
+                    cursor = nil
+                    caughtUp = false
+                    continue
+                }
                 failures += 1
                 // The retry is a quick pull, not a long wait, so a host that is back shows as
                 // working (and its news is applied) at once.
@@ -334,6 +357,34 @@ final class TransportRunner: Sendable {
     private struct PageAhead {
         var after: String
         var task: Task<PullPage, any Error>
+    }
+
+    /// The host lost what this device had sent or read: forgets the transport's cursor, progress
+    /// and acknowledgements and queues every record of the space for it again (see
+    /// `Store.restartTransport`), then wakes the push loop. Only the pull loop calls it, so no
+    /// cursor of the old reading is saved after it. False when the store failed (then the
+    /// failure is shown and retried like any local one).
+    private func startOver(because why: String) async -> Bool {
+        let store = self.store, space = self.space, name = info.name
+        do throws(SyncFailure) {
+            try await local("starting \(name) over") { () throws(FerryError) in
+                try store.restartTransport(space: space, name: name)
+            }
+        } catch {
+            failed(error, retryIn: .seconds(1), during: "start over")
+            startOverRequest.withLock { $0 = $0 ?? why }
+            return false
+        }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        healthState.withLock { h in
+            h.lastError = "\(TransportFailure.hostLostData(why)): started over (every record is sent again, the host is read from its beginning)"
+            h.lastErrorKind = TransportFailure.hostLostData(why).kind
+            h.lastErrorAt = now
+        }
+        log(.warning, "\(name): \(why); started over: every record of space \(space) is queued for it again and it is read from its beginning", fields)
+        pushSignal.signal()
+        pushRetry.signal()
+        return true
     }
 
     /// Asks the transport for the page after `cursor`, waiting up to `wait` for news; a

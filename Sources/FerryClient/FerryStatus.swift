@@ -7,7 +7,8 @@ public struct FerryStatus: Sendable, Hashable {
     public var node: String
     /// ferryd's version.
     public var version: String
-    /// `"idle"`, `"syncing"`, `"paused"` or `"error"`.
+    /// `"idle"`, `"syncing"` (a transport pushes or pulls), `"backoff"` (a transport retries
+    /// after a failure), `"failed"` (a transport could not start) or `"paused"`.
     public var state: String
     /// Live records, over all spaces.
     public var records: Int
@@ -24,8 +25,9 @@ public struct FerryStatus: Sendable, Hashable {
     public var attachmentBytes: Int64
     public var spaces: [FerrySpace]
     public var transports: [TransportStatus]
-    /// The last sync failure, if any.
+    /// The latest sync failure of any transport ("NAME: kind: what happened"), if any, and when.
     public var lastError: String?
+    public var lastErrorAt: Int64?
     /// When a sync last succeeded, in Unix milliseconds.
     public var lastSuccessAt: Int64?
     /// When the daemon started, in Unix milliseconds.
@@ -71,6 +73,7 @@ public struct FerryStatus: Sendable, Hashable {
         for transport in try json.objects("transports") { transports.append(try TransportStatus(json: transport)) }
         self.transports = transports
         lastError = try json.optionalString("lastError")
+        lastErrorAt = try json.optionalInt64("lastErrorAt")
         lastSuccessAt = try json.optionalInt64("lastSuccessAt")
         startedAt = try json.int64("startedAt")
     }
@@ -86,6 +89,7 @@ public struct FerryStatus: Sendable, Hashable {
             "startedAt": .int(startedAt),
         ]
         object.setIfPresent("lastError", lastError.json)
+        object.setIfPresent("lastErrorAt", lastErrorAt.json)
         object.setIfPresent("lastSuccessAt", lastSuccessAt.json)
         return .object(object)
     }

@@ -30,6 +30,10 @@ public struct TransportStatus: Sendable, Hashable {
     public var lastErrorKind: String?
     /// When the next retry is due while backing off (Unix milliseconds).
     public var retryAt: Int64?
+    /// What is wrong now: the failure of each sync loop that has not succeeded since
+    /// ("push: …", "pull: …"); nil while both work. `lastError` is the latest failure, put
+    /// right or not.
+    public var problem: String?
     /// Envelopes pushed, pulled and refused since the daemon started.
     public var pushed: Int64?
     public var pulled: Int64?
@@ -72,6 +76,7 @@ public struct TransportStatus: Sendable, Hashable {
         state = try json.optionalString("state")
         lastErrorKind = try json.optionalString("lastErrorKind")
         retryAt = try json.optionalInt64("retryAt")
+        problem = try json.optionalString("problem")
         pushed = try json.optionalInt64("pushed")
         pulled = try json.optionalInt64("pulled")
         refused = try json.optionalInt64("refused")
@@ -99,6 +104,7 @@ public struct TransportStatus: Sendable, Hashable {
         object.setIfPresent("state", state.json)
         object.setIfPresent("lastErrorKind", lastErrorKind.json)
         object.setIfPresent("retryAt", retryAt.json)
+        object.setIfPresent("problem", problem.json)
         object.setIfPresent("pushed", pushed.json)
         object.setIfPresent("pulled", pulled.json)
         object.setIfPresent("refused", refused.json)

@@ -70,7 +70,6 @@ public enum Daemon {
             return 1
         }
         let hub = WatchHub(lastSeq: store.lastSeq)
-        let engine = EngineLoop(store: store, logger: logger, watchdogTimeout: SystemdNotifier.watchdogTimeout)
         let feed = ChangeFeed(store: store, hub: hub)
         let sync = SyncEngine(store: store, options: config.syncOptions, log: SyncLog { level, message, fields in
             switch level {
@@ -83,6 +82,9 @@ public enum Daemon {
         }, makeTransport: { info, keys, node throws(TransportFailure) in
             try TransportConfiguration.transport(info, keys: keys, device: node)
         })
+        let engine = EngineLoop(store: store, logger: logger, watchdogTimeout: SystemdNotifier.watchdogTimeout) {
+            EngineState.summary(sync.health, paused: sync.isPaused)
+        }
         store.setCommitObserver { seq in
             hub.committed(seq)
             feed.publish()

@@ -45,18 +45,22 @@ struct EngineAPI: Sendable {
         let store = self.store
         let stats = try await run { () throws(FerryError) in try store.stats() }
         let transports = try await transportList(space: nil)
-        let health = engine.health
-        var state = health.state
-        if sync.isPaused { state = "paused" }
+        let health = await sync.states().map { ($0.info.name, $0.health) }
         var reply: [String: JSONValue] = [
-            "node": .string(store.nodeID.description), "version": .string(FerryVersion.string), "state": .string(state),
+            "node": .string(store.nodeID.description), "version": .string(FerryVersion.string),
+            "state": .string(EngineState.summary(health.map(\.1), paused: sync.isPaused)),
             "records": .int(Int64(stats.records)), "tombstones": .int(Int64(stats.tombstones)),
             "outbox": .int(Int64(stats.outbox)), "outboxErrors": .int(Int64(stats.outboxErrors)), "lastSeq": .int(stats.lastSeq),
             "attachments": .int(Int64(stats.attachments)), "attachmentBytes": .int(stats.attachmentBytes),
             "spaces": .array(store.spaces().map(Self.space)), "transports": .array(transports), "startedAt": .int(startedAt),
         ]
-        if let e = health.lastError { reply["lastError"] = .string(e) }
-        if let t = health.lastSuccessAt { reply["lastSuccessAt"] = .int(t) }
+        // The latest failure and the latest success of any transport.
+        if let (name, h) = health.filter({ $0.1.lastErrorAt != nil }).max(by: { $0.1.lastErrorAt! < $1.1.lastErrorAt! }),
+           let error = h.lastError, let at = h.lastErrorAt {
+            reply["lastError"] = .string("\(name): \(error)")
+            reply["lastErrorAt"] = .int(at)
+        }
+        if let t = health.compactMap(\.1.lastSuccessAt).max() { reply["lastSuccessAt"] = .int(t) }
         return reply
     }
 
@@ -86,6 +90,7 @@ struct EngineAPI: Sendable {
             if let v = h.lastErrorAt { o["lastErrorAt"] = .int(v) }
             if let v = h.lastSuccessAt { o["lastSuccessAt"] = .int(v) }
             if let v = h.retryAt { o["retryAt"] = .int(v) }
+            if let v = h.problem { o["problem"] = .string(v) }
             if let v = h.lastRefusal { o["lastRefusal"] = .string(v) }
             if let s = state.status {
                 o["transportState"] = .string(s.state)

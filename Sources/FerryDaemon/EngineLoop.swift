@@ -10,26 +10,20 @@ import Synchronization
 ///
 /// The sync engine of a later issue runs its rounds from here.
 final class EngineLoop: Sendable {
-    struct Health: Sendable {
-        var state = "idle"
-        var lastError: String?
-        var lastSuccessAt: Int64?
-    }
-
     private let store: Store
     private let logger: Logger
     private let watchdogInterval: Duration?
-    private let healthState = Mutex(Health())
+    /// The engine's state in one word (see `EngineState`), for STATUS=.
+    private let engineState: @Sendable () -> String
     private let woken = Atomic<Bool>(false)
     private let statusStale = Atomic<Bool>(false)
 
-    init(store: Store, logger: Logger, watchdogTimeout: Duration?) {
+    init(store: Store, logger: Logger, watchdogTimeout: Duration?, engineState: @escaping @Sendable () -> String = { "idle" }) {
         self.store = store
         self.logger = logger
+        self.engineState = engineState
         self.watchdogInterval = watchdogTimeout.map { $0 / 2 }
     }
-
-    var health: Health { healthState.withLock { $0 } }
 
     /// Asks for a turn now (SyncNow, local writes).
     func wake() { woken.store(true, ordering: .releasing) }
@@ -41,11 +35,23 @@ final class EngineLoop: Sendable {
         wake()
     }
 
+    /// STATUS= text: the engine's state and what waits to be sent, for example "idle, nothing
+    /// pending", "backoff, 3 changes pending" or "idle, nothing pending, 2 changes in spaces
+    /// with no transport".
+    static func status(state: String, stats: StoreStats) -> String {
+        func changes(_ n: Int) -> String { "\(n) change\(n == 1 ? "" : "s")" }
+        let pending = stats.outbox - stats.outboxWithoutTransport
+        var text = state + (pending == 0 ? ", nothing pending" : ", \(changes(pending)) pending")
+        if stats.outboxWithoutTransport > 0 { text += ", \(changes(stats.outboxWithoutTransport)) in spaces with no transport" }
+        return text
+    }
+
     /// Runs until the task is cancelled.
     func run() async {
         let tick = min(watchdogInterval ?? .seconds(1), .seconds(1))
         var lastStatus = ""
         var countedAt: Int64 = -1
+        var lastState = ""
         var lastCount = ContinuousClock.now - .seconds(10)
         while !Task.isCancelled {
             let store = self.store
@@ -54,12 +60,14 @@ final class EngineLoop: Sendable {
             // changed, and at most every 2 seconds.
             let seq = try? await Blocking.run { () throws(FerryError) in store.lastSeq }
             if let seq {
-                if seq != countedAt || statusStale.load(ordering: .acquiring), ContinuousClock.now - lastCount >= .seconds(2) {
+                let state = engineState()
+                if seq != countedAt || state != lastState || statusStale.load(ordering: .acquiring),
+                   ContinuousClock.now - lastCount >= .seconds(2) {
                     if let stats = try? await Blocking.run({ () throws(FerryError) in try store.stats() }) {
                         countedAt = seq
+                        lastState = state
                         lastCount = ContinuousClock.now
-                        let status = stats.outbox == 0 ? "idle, nothing pending"
-                            : "idle, \(stats.outbox) change\(stats.outbox == 1 ? "" : "s") pending"
+                        let status = Self.status(state: state, stats: stats)
                         if status != lastStatus || statusStale.exchange(false, ordering: .acquiring) {
                             SystemdNotifier.status(status)
                             lastStatus = status

@@ -111,6 +111,8 @@ public struct StoreStats: Sendable, Hashable {
     public var records: Int
     public var tombstones: Int
     public var outbox: Int
+    /// Outbox entries of spaces with no transport (kept for the first one added).
+    public var outboxWithoutTransport: Int
     public var outboxErrors: Int
     public var lastSeq: Int64
     public var attachments: Int

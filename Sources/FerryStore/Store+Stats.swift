@@ -10,6 +10,7 @@ extension Store {
                 records: Int(try count("SELECT count(*) FROM records WHERE deleted = 0")),
                 tombstones: Int(try count("SELECT count(*) FROM records WHERE deleted = 1")),
                 outbox: Int(try count("SELECT count(*) FROM outbox")),
+                outboxWithoutTransport: Int(try count("SELECT count(*) FROM outbox WHERE sid NOT IN (SELECT sid FROM transports)")),
                 outboxErrors: Int(try count("SELECT count(DISTINCT rid) FROM outbox_delivery WHERE error IS NOT NULL")),
                 lastSeq: try count("SELECT max(seq) FROM changes"),
                 attachments: Int(try count("SELECT count(*) FROM attachments WHERE present = 1")),

@@ -25,7 +25,7 @@ enum StatusCommand: Command {
         summary.add("change log", "cursor \(status.lastSeq)")
         summary.add("attachments", "\(status.attachments) (\(Format.bytes(status.attachmentBytes)))")
         summary.add("last sync", status.lastSuccessAt.map { Format.time($0) } ?? "never")
-        if let lastError = status.lastError { summary.add("last error", lastError) }
+        if let lastError = status.lastError { summary.add("last error", "\(Format.time(status.lastErrorAt)): \(lastError)") }
         var text = summary.render()
 
         var spaces = Table("SPACE", "KIND", "OWNER", "CREATED")
@@ -39,8 +39,8 @@ enum StatusCommand: Command {
         } else {
             var transports = Table("TRANSPORT", "SPACE", "KIND", "STATE", "PENDING", "LAST SUCCESS", "PROBLEM")
             for transport in status.transports {
-                var problem = transport.lastError.map { "\(Format.time(transport.lastErrorAt)): \($0)" } ?? "-"
-                if let own = transport.transportMessage { problem = own }
+                // What is wrong now; the latest failure, put right or not, is the summary's.
+                let problem = transport.transportMessage ?? transport.problem ?? "-"
                 transports.add(transport.name, transport.space, transport.kind, transport.state ?? "-", String(transport.pending),
                                Format.time(transport.lastSuccessAt), problem)
             }

@@ -41,10 +41,9 @@ enum TransportCommand: Command {
             }
             var table = Table("TRANSPORT", "SPACE", "KIND", "LOCATION", "STATE", "PENDING", "LAST SUCCESS", "PROBLEM")
             for t in list {
-                // An error that a later success put right is history (`ferryctl status` shows
-                // it with its time), not a problem.
-                let current = (t.lastErrorAt ?? 0) > (t.lastSuccessAt ?? 0) || t.state == "backoff" || t.state == "failed"
-                let problem = t.transportMessage ?? (current ? t.lastError : nil) ?? "-"
+                // Only what is wrong now: an error that a later success of the same loop put
+                // right is history (`ferryctl status` shows the last one with its time).
+                let problem = t.transportMessage ?? t.problem ?? "-"
                 table.add(t.name, t.space, t.kind, t.location ?? "-", t.state ?? "-", String(t.pending),
                           Format.time(t.lastSuccessAt), problem)
             }

@@ -159,7 +159,7 @@ enum Samples {
         "spaces": [space],
         "transports": [[
             "space": "private", "name": "nas", "kind": "folder", "push": "p", "pending": 2,
-            "lastError": "disk full", "lastErrorAt": 1_738_343_045_000,
+            "lastError": "disk full", "lastErrorAt": 1_738_343_045_000, "problem": "push: disk full",
         ]],
         "lastSuccessAt": 1_738_343_000_000, "startedAt": 1_738_340_000_000,
     ]

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 @testable import FerryDaemon
 @testable import FerryStore
+@testable import FerrySync
 
 @Suite struct INIParserTests {
     let sample = """
@@ -193,5 +194,34 @@ import Testing
         } throws: { error in
             "\(error)".contains(expected)
         }
+    }
+}
+
+@Suite struct EngineStateTests {
+    func health(_ state: String, failing: [String: String] = [:]) -> TransportHealth {
+        var h = TransportHealth()
+        h.state = state
+        for (loop, text) in failing { h.failing[loop] = (text, 0) }
+        return h
+    }
+
+    @Test func theEngineStateSummarizesItsTransports() {
+        #expect(EngineState.summary([], paused: false) == "idle")
+        #expect(EngineState.summary([health("idle")], paused: true) == "paused")
+        #expect(EngineState.summary([health("idle"), health("pulling")], paused: false) == "syncing")
+        // A push failing while the pull loop shows its own state still counts.
+        #expect(EngineState.summary([health("pulling", failing: ["push": "quota: full"])], paused: false) == "backoff")
+        #expect(EngineState.summary([health("backoff"), health("failed")], paused: false) == "failed")
+    }
+
+    @Test func systemdStatusCountsOnlyWhatATransportWaitsFor() {
+        func stats(outbox: Int, orphaned: Int) -> StoreStats {
+            StoreStats(records: 0, tombstones: 0, outbox: outbox, outboxWithoutTransport: orphaned, outboxErrors: 0,
+                       lastSeq: 0, attachments: 0, attachmentBytes: 0)
+        }
+        #expect(EngineLoop.status(state: "idle", stats: stats(outbox: 0, orphaned: 0)) == "idle, nothing pending")
+        #expect(EngineLoop.status(state: "backoff", stats: stats(outbox: 3, orphaned: 0)) == "backoff, 3 changes pending")
+        #expect(EngineLoop.status(state: "idle", stats: stats(outbox: 1, orphaned: 1))
+            == "idle, nothing pending, 1 change in spaces with no transport")
     }
 }

@@ -12,6 +12,8 @@ final class MemoryLog: Sendable {
         var failure: TransportFailure?
         /// When set, every pull fails with it.
         var pullFailure: TransportFailure?
+        /// When set, every push fails with it.
+        var pushFailure: TransportFailure?
         var pushes = 0
         /// Pushes the transports of this log allow at once, how long each takes, and the most
         /// seen on their way together.
@@ -28,6 +30,7 @@ final class MemoryLog: Sendable {
     var count: Int { state.withLock { $0.envelopes.count } }
     func fail(with failure: TransportFailure?) { state.withLock { $0.failure = failure } }
     func failPulls(with failure: TransportFailure?) { state.withLock { $0.pullFailure = failure } }
+    func failPushes(with failure: TransportFailure?) { state.withLock { $0.pushFailure = failure } }
     /// The host goes back to an older copy of itself: only the first `count` envelopes stay.
     func restore(keepingFirst count: Int) {
         state.withLock { s in
@@ -57,6 +60,7 @@ final class MemoryTransport: Transport {
 
     func push(_ batch: [Envelope]) async throws(TransportFailure) -> [PushOutcome] {
         try check()
+        if let failure = log.state.withLock({ $0.pushFailure }) { throw failure }
         let delay = log.state.withLock { s -> Duration in
             s.pushing += 1
             s.mostPushing = max(s.mostPushing, s.pushing)

@@ -121,6 +121,29 @@ final class EngineDevice: Sendable {
         #expect(try await eventually { try b.store.get(entity: "note", id: "n1") != nil })
     }
 
+    /// Pushes that keep failing stay the transport's problem while its pulls succeed: a pull's
+    /// success puts right only the pull's failures. Once pushes work, the problem is gone.
+    @Test func aFailingPushStaysAProblemWhilePullsSucceed() async throws {
+        let log = MemoryLog()
+        let (a, b) = try await Self.pair(log: log)
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        log.failPushes(with: .quotaExceeded("the test's quota is used up"))
+        _ = try a.store.put(entity: "note", id: "n1", payload: "{}")
+        #expect(try await eventually { a.engine.health.first?.problem?.hasPrefix("push: quota") == true })
+        // Pulls go on succeeding meanwhile.
+        #expect(try await eventually { a.engine.health.first?.lastSuccessAt != nil })
+        let before = try #require(a.engine.health.first?.lastSuccessAt)
+        #expect(try await eventually { (a.engine.health.first?.lastSuccessAt ?? 0) > before })
+        let health = try #require(a.engine.health.first)
+        #expect(health.problem?.hasPrefix("push: quota") == true)
+        #expect(health.state == "backoff")
+        #expect(health.retryAt != nil)
+        log.failPushes(with: nil)
+        a.engine.syncNow()
+        #expect(try await eventually { try b.store.get(entity: "note", id: "n1") != nil })
+        #expect(try await eventually { a.engine.health.first?.problem == nil && a.engine.health.first?.retryAt == nil })
+    }
+
     /// A loop backing off because the host was unreachable starts again as soon as the other
     /// loop reaches the host: here the pull, after one failure, would otherwise wait an hour.
     @Test func aHostThatIsReachableAgainEndsTheOtherLoopsBackoff() async throws {

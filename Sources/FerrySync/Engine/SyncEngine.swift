@@ -142,6 +142,10 @@ public final class SyncEngine: Sendable {
         public var status: TransportStatus?
     }
 
+    /// The sync loops' health of every running transport (without asking the transports for
+    /// their own status, so it never waits).
+    public var health: [TransportHealth] { runners.withLock { $0.values.map(\.health) } }
+
     /// Every configured transport's state.
     public func states() async -> [TransportState] {
         var out: [TransportState] = []
@@ -156,7 +160,9 @@ public final class SyncEngine: Sendable {
                 } else {
                     var health = TransportHealth()
                     health.state = "failed"
-                    health.lastError = broken.withLock { $0[key] } ?? "not started yet"
+                    let why = broken.withLock { $0[key] } ?? "not started yet"
+                    health.lastError = why
+                    health.failing["start"] = (why, 0)
                     out.append(TransportState(space: space.name, info: info, health: health, status: nil))
                 }
             }

@@ -1,5 +1,5 @@
 /// What a sync loop pair knows of its transport: shown by `Status` and `ferryctl status`.
-public struct TransportHealth: Sendable, Hashable {
+public struct TransportHealth: Sendable {
     /// `starting`, `idle`, `pushing`, `pulling`, `backoff`, `paused`, `failed`.
     public var state = "starting"
     /// The last failure, as a sentence: what happened and what to do.
@@ -9,8 +9,18 @@ public struct TransportHealth: Sendable, Hashable {
     /// Unix milliseconds of the last failure and of the last round that succeeded.
     public var lastErrorAt: Int64?
     public var lastSuccessAt: Int64?
-    /// Unix milliseconds of the next retry while backing off.
+    /// Unix milliseconds of the next retry while backing off (the soonest, when both loops are).
     public var retryAt: Int64?
+    /// What is wrong now: the failure of each loop (`push`, `pull`) that has not succeeded since
+    /// it failed, as "push: …" / "pull: …" (both, joined by "; "); nil while both loops work.
+    /// A push that keeps failing stays a problem however well the pulls go, and the other way
+    /// round. `lastError` is history: the latest failure of either loop, put right or not.
+    public var problem: String? {
+        let current = failing.sorted { $0.key > $1.key }.map { "\($0.key): \($0.value.text)" }
+        return current.isEmpty ? nil : current.joined(separator: "; ")
+    }
+    /// The loops failing now, by name (`push`, `pull`), with their failure and next retry.
+    var failing: [String: (text: String, retryAt: Int64)] = [:]
     /// Envelopes pushed, envelopes pulled and applied, and envelopes refused since the start.
     public var pushed: Int64 = 0
     public var pulled: Int64 = 0

@@ -110,7 +110,7 @@ final class TransportRunner: Sendable {
                 lastPush = ContinuousClock.now
                 try await pushRound()
                 failures = 0
-                succeeded()
+                succeeded(.push)
                 reachedHost(by: .push)
                 setState("idle")
                 await pushSignal.wait(timeout: options.pollInterval)
@@ -128,7 +128,7 @@ final class TransportRunner: Sendable {
                 failures += 1
                 let delay = options.backoff(error, failures)
                 unreachable.withLock { $0.push = Self.isUnreachable(error) }
-                failed(error, retryIn: delay, during: "push")
+                failed(error, retryIn: delay, during: .push)
                 await pushRetry.wait(timeout: delay)
             }
         }
@@ -188,7 +188,7 @@ final class TransportRunner: Sendable {
                 await abandon()
                 throw error
             }
-            succeeded()
+            succeeded(.push)
         }
     }
 
@@ -329,7 +329,7 @@ final class TransportRunner: Sendable {
                 let next = try await apply(page, after: cursor)
                 cursor = next
                 failures = 0
-                succeeded()
+                succeeded(.pull)
                 caughtUp = !page.more
                 reachedHost(by: .pull)
             } catch {
@@ -346,7 +346,7 @@ final class TransportRunner: Sendable {
                 caughtUp = false
                 let delay = options.backoff(error, failures)
                 unreachable.withLock { $0.pull = Self.isUnreachable(error) }
-                failed(error, retryIn: delay, during: "pull")
+                failed(error, retryIn: delay, during: .pull)
                 await pullRetry.wait(timeout: delay)
             }
         }
@@ -371,7 +371,7 @@ final class TransportRunner: Sendable {
                 try store.restartTransport(space: space, name: name)
             }
         } catch {
-            failed(error, retryIn: .seconds(1), during: "start over")
+            failed(error, retryIn: .seconds(1), during: .pull)
             startOverRequest.withLock { $0 = $0 ?? why }
             return false
         }
@@ -499,38 +499,46 @@ final class TransportRunner: Sendable {
 
     private func setState(_ state: String) {
         healthState.withLock { h in
-            if h.state != "backoff" || state != "idle" { h.state = state }
+            // A loop that works again does not hide the other one's backoff.
+            h.state = state == "idle" && !h.failing.isEmpty ? "backoff" : state
         }
     }
 
-    private func succeeded() {
+    /// A round of `loop` succeeded: its failure, if any, is put right (the other loop's stays).
+    private func succeeded(_ loop: Loop) {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         healthState.withLock { h in
             h.lastSuccessAt = now
-            if h.state == "backoff" || h.state == "failed" { h.state = "idle" }
-            h.retryAt = nil
+            h.failing[loop.name] = nil
+            h.retryAt = h.failing.values.map(\.retryAt).min()
+            if h.failing.isEmpty, h.state == "backoff" || h.state == "failed" { h.state = "idle" }
         }
     }
 
-    private func failed(_ failure: SyncFailure, retryIn delay: Duration, during phase: String) {
+    private func failed(_ failure: SyncFailure, retryIn delay: Duration, during loop: Loop) {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let retryAt = now + Int64(delay.components.seconds * 1000) + Int64(delay.components.attoseconds / 1_000_000_000_000_000)
         let first = healthState.withLock { h -> Bool in
             let repeated = h.lastError == failure.description
             h.state = "backoff"
             h.lastError = failure.description
             h.lastErrorKind = Self.kind(failure)
             h.lastErrorAt = now
-            h.retryAt = now + Int64(delay.components.seconds * 1000) + Int64(delay.components.attoseconds / 1_000_000_000_000_000)
+            h.failing[loop.name] = (failure.description, retryAt)
+            h.retryAt = h.failing.values.map(\.retryAt).min()
             return !repeated
         }
         if case .waitingForAttachment = failure {
-            log(.debug, "\(info.name) \(phase): \(failure)", fields)
+            log(.debug, "\(info.name) \(loop.name): \(failure)", fields)
         } else {
-            log(first ? .warning : .debug, "\(info.name) \(phase) failed: \(failure); retrying in \(delay)", fields)
+            log(first ? .warning : .debug, "\(info.name) \(loop.name) failed: \(failure); retrying in \(delay)", fields)
         }
     }
 
-    private enum Loop { case push, pull }
+    private enum Loop {
+        case push, pull
+        var name: String { self == .push ? "push" : "pull" }
+    }
 
     /// A loop reached the host: the other one, if it is backing off because it could not,
     /// tries again now.

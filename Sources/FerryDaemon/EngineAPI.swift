@@ -197,6 +197,9 @@ struct EngineAPI: Sendable {
     private func relayConfiguration(space: String, location: String, code: String?,
                                     token: String?) async throws(TransportConfiguration.Problem) -> String {
         let url = try TransportConfiguration.relayURL(location)
+        if token != nil && code != nil {
+            throw .init(parameter: "code", message: "give either a pairing code or a token, not both")
+        }
         if let token {
             guard (8...512).contains(token.utf8.count), token.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
                 throw .init(parameter: "token", message: "the token is not one a relay issues (printable, 8 to 512 characters)")
@@ -213,7 +216,7 @@ struct EngineAPI: Sendable {
         }
         let grant: RelayAccount.Grant
         do { grant = try await RelayAccount.redeem(url: url, code: code, device: "ferryd \(store.nodeID)") } catch {
-            throw .init(parameter: "code", message: "the relay did not accept the code: \(error)")
+            throw .init(parameter: "code", message: error.message)
         }
         guard grant.owner == keys.owner else {
             throw .init(parameter: "code", message: "the code is for owner \(grant.owner), but space \(space) belongs to owner \(keys.owner): restore that owner's recovery phrase here first ('ferryctl owner restore'), then pair again")

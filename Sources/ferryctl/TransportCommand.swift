@@ -26,10 +26,10 @@ enum TransportCommand: Command {
 
     static func run(_ arguments: ParsedArguments, _ context: Context) async throws(CommandFailure) {
         guard let action = arguments.positionals.first else { throw .usage("missing ls, add or rm") }
-        let client = try context.connect()
         switch action {
         case "ls", "list":
             _ = try arguments.positionals(["ls"])
+            let client = try context.connect()
             let list = try await daemon { () async throws(FerryClientError) in try await client.transports(space: context.space) }
             if context.json {
                 Output.json(.object(["transports": .array(list.map(\.json))]))
@@ -55,6 +55,10 @@ enum TransportCommand: Command {
             let location = !isFolder || p[3].hasPrefix("/") ? p[3] : FileManager.default.currentDirectoryPath + "/" + p[3]
             let code = arguments.value("code"), token = arguments.value("token")
             if isFolder && (code != nil || token != nil) { throw .usage("--code and --token are for relay transports") }
+            if code != nil && token != nil {
+                throw .usage("use one of --token or --code: --code CODE pairs with a code from 'ferryctl relay pair', --token TOKEN uses a token from the relay's operator")
+            }
+            let client = try context.connect()
             let added = try await daemon { () async throws(FerryClientError) in
                 try await client.addTransport(space: context.space, name: p[1], kind: p[2], location: location, code: code, token: token)
             }
@@ -65,6 +69,7 @@ enum TransportCommand: Command {
             }
         case "rm", "remove":
             let p = try arguments.positionals(["rm", "NAME"])
+            let client = try context.connect()
             try await daemon { () async throws(FerryClientError) in try await client.removeTransport(space: context.space, name: p[1]) }
             if context.json { Output.json(.object([:])) } else { Output.line("removed transport \(p[1]); the data stays on this device") }
         default:

@@ -50,6 +50,8 @@ import Testing
         (["outbox", "--limit", "x"], "--limit must be an integer"),
         (["help", "nosuch"], "unknown command 'nosuch'"),
         (["attach"], "missing FILE"),
+        (["transport", "add", "r", "relay", "https://relay.example", "--token", "a", "--code", "b"], "use one of --token or --code"),
+        (["transport", "add", "f", "folder", "/tmp", "--code", "b"], "--code and --token are for relay transports"),
     ])
     func usageError(_ arguments: [String], _ message: String) throws {
         let result = try ferryctl.run(["--socket", nowhere] + arguments)

@@ -12,6 +12,8 @@ struct EngineAPI: Sendable {
     let engine: EngineLoop
     let sync: SyncEngine
     let startedAt: Int64
+    /// The config file whose `[Transport NAME]` sections declare transports, for messages.
+    let configPath: String
 
     var methods: [String: VarlinkMethod] {
         [
@@ -123,9 +125,12 @@ struct EngineAPI: Sendable {
         return ["entries": .array(out)]
     }
 
+    /// Starts a round now; while syncing is paused it starts nothing and says so
+    /// (`SyncPaused`), rather than reporting a round that does not happen.
     func syncNow(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
         let space = p["space"]?.stringValue
         if let space { try checkSpace(space) }
+        if sync.isPaused { throw ErrorMapping.syncPaused() }
         engine.wake()
         sync.syncNow(space: space)
         return [:]
@@ -184,8 +189,13 @@ struct EngineAPI: Sendable {
         try checkSpace(space)
         let name = p["name"]?.stringValue ?? ""
         let store = self.store
-        let exists = try await run { () throws(FerryError) in try store.transports(space: space).contains { $0.name == name } }
+        let (exists, declared) = try await run { () throws(FerryError) in
+            (try store.transports(space: space).contains { $0.name == name },
+             try DeclaredTransports.isDeclared(space: space, name: name, in: store))
+        }
         guard exists else { throw ErrorMapping.transportNotFound(space: space, name: name) }
+        // Removed here, a reload would bring it back: the config file is where it goes away.
+        if declared { throw ErrorMapping.transportDeclared(space: space, name: name, file: configPath) }
         do { try await sync.removeTransport(space: space, name: name) } catch {
             throw ErrorMapping.varlink(error, interface: EngineInterface.name)
         }

@@ -15,8 +15,10 @@ enum TransportCommand: Command {
         envelopes: pair with --code CODE from 'ferryctl relay pair' on a device already on the
         relay, or give the first device the --token its operator created.
         Adding a transport queues every record of the space for it; removing one drops its
-        progress and keeps the data. Every device of an owner must share its recovery
-        phrase first: see 'ferryctl owner'.
+        progress and keeps the data. A transport declared in ferryd.conf ([Transport NAME])
+        is not removed with 'rm' (a reload would bring it back): delete its section there and
+        reload ferryd. Every device of an owner must share its recovery phrase first: see
+        'ferryctl owner'.
         """
     static let options = [
         OptionSpec("code", value: "CODE", help: "for a relay: a pairing code from 'ferryctl relay pair'"),

@@ -74,7 +74,7 @@ let package = Package(
                                                          "FerryTestSupport"]),
         .executableTarget(name: "ferryd", dependencies: ["FerryDaemon"]),
         .executableTarget(name: "ferryctl", dependencies: ["FerryClient", "FerryAPI", "FerryJSON"]),
-        .executableTarget(name: "ferry-relay", dependencies: ["FerryRelay", "FerrySystemd"]),
+        .executableTarget(name: "ferry-relay", dependencies: ["FerryRelay", "FerrySystemd", "FerryAPI"]),
 
         // Test support executables (real processes that tests start).
         .executableTarget(
@@ -95,7 +95,7 @@ let package = Package(
         .testTarget(name: "FerryClientTests", dependencies: ["FerryClient", "FerryAPI", "FerryJSON"]),
         // Unit tests of the relay's pure parts and storage, and a real ferry-relay process.
         .testTarget(name: "FerryRelayTests", dependencies: [
-            "FerryRelay", "FerrySync", "FerryModel", "FerryJSON", "FerryCrypto", "FerryTestSupport"]),
+            "FerryRelay", "FerrySync", "FerryModel", "FerryJSON", "FerryCrypto", "FerryAPI", "FerryTestSupport"]),
         // Real processes: ferryd, ferryctl, systemd as PID 1 in a namespace.
         .testTarget(name: "FerryIntegrationTests", dependencies: ["FerryClient", "FerryAPI", "FerryVarlink", "FerryJSON", "FerryTestSupport"]),
     ],

@@ -97,6 +97,7 @@ public enum EngineInterface {
     method Outbox(space: ?string, errorsOnly: ?bool, limit: ?int) -> (entries: []OutboxEntry)
 
     # Starts a sync round now (of one space, or all) instead of waiting for the next trigger.
+    # While syncing is paused (Pause) it starts nothing and fails with SyncPaused.
     method SyncNow(space: ?string) -> ()
 
     # The transports of one space, or of every space.
@@ -124,7 +125,9 @@ public enum EngineInterface {
     # relay; adding it again uploads everything.
     method RelayDeleteCopy(space: ?string, name: ?string) -> ()
 
-    # Removes a transport: its cursor and progress are dropped; the data stays.
+    # Removes a transport: its cursor and progress are dropped; the data stays. A transport
+    # declared in ferryd.conf ([Transport NAME]) is not removed (TransportDeclared): a reload
+    # would bring it back, so it goes by deleting its section there.
     method RemoveTransport(space: ?string, name: string) -> ()
 
     # The recovery phrase of a space's owner: whoever has it can read and write the space's
@@ -164,6 +167,10 @@ public enum EngineInterface {
     error SpaceNotFound (space: string, message: string)
     # No transport of that name in the space.
     error TransportNotFound (space: string, name: string, message: string)
+    # The transport is declared in the config file (file): remove it there, then reload.
+    error TransportDeclared (space: string, name: string, file: string, message: string)
+    # Syncing is paused, so SyncNow starts nothing: Resume first.
+    error SyncPaused (message: string)
     # The recovery phrase has a typo or is not a Ferry recovery phrase.
     error InvalidRecoveryPhrase (message: string)
     # The relay refused or could not be reached.

@@ -23,8 +23,10 @@ public final class FerryClient: Sendable {
     private let varlink: VarlinkClient
 
     /// Connects to ferryd listening on `socketPath`.
-    /// - Throws: `FerryClientError.daemonNotRunning` when nothing listens there,
-    ///   `.permissionDenied` when the socket may not be opened, `.connectionFailed` otherwise.
+    /// - Throws: `FerryClientError.daemonNotRunning` when there is no socket there,
+    ///   `.nobodyListening` for a socket file nobody listens on, `.notASocket` for a directory
+    ///   or another file, `.permissionDenied` when the socket may not be opened,
+    ///   `.connectionFailed` otherwise.
     public init(socketPath: String) throws(FerryClientError) {
         self.socketPath = socketPath
         self.varlink = try Self.open(socketPath)

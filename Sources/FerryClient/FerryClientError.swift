@@ -5,8 +5,14 @@ import Glibc
 
 /// Why a `FerryClient` call failed. Each description says what happened and what to do.
 public enum FerryClientError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// Nothing listens on the socket (it does not exist, or connecting was refused).
+    /// There is no socket at the path (nor, often, its directory): ferryd is not running.
     case daemonNotRunning(path: String)
+    /// The path is a socket file, but nobody listens on it: a ferryd that stopped without
+    /// removing it left it behind. ferryd is not running; a started one replaces the file.
+    case nobodyListening(path: String)
+    /// Something other than a socket is at the path (`found` says what: "a directory",
+    /// "a regular file", ...), so it cannot be ferryd's socket: the path is wrong.
+    case notASocket(path: String, found: String)
     /// This user may not talk to the daemon: the socket's file permissions, or ferryd's
     /// peer-credential check (`org.varlink.service.PermissionDenied`), said no.
     case permissionDenied(path: String)
@@ -40,8 +46,10 @@ public enum FerryClientError: Error, Sendable, Hashable, CustomStringConvertible
             self = .protocolError(reason)
         case .system(let system):
             switch system.errno {
-            case ENOENT, ECONNREFUSED, ENOTDIR:
+            case ENOENT, ENOTDIR:
                 self = .daemonNotRunning(path: socketPath)
+            case ECONNREFUSED:
+                self = Self.refused(socketPath)
             case EACCES, EPERM:
                 self = .permissionDenied(path: socketPath)
             case ECONNRESET, EPIPE:
@@ -51,6 +59,19 @@ public enum FerryClientError: Error, Sendable, Hashable, CustomStringConvertible
             }
         case .invalidAddress(let address):
             self = .connectionFailed(path: socketPath, reason: "\"\(address)\" is not a socket path")
+        }
+    }
+
+    /// A refused connection, told apart by what is at `path`: a socket nobody listens on, or
+    /// a file of another kind (connecting to one is refused too).
+    private static func refused(_ path: String) -> FerryClientError {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return .daemonNotRunning(path: path) }
+        switch info.st_mode & S_IFMT {
+        case S_IFSOCK: return .nobodyListening(path: path)
+        case S_IFDIR: return .notASocket(path: path, found: "a directory")
+        case S_IFREG: return .notASocket(path: path, found: "a regular file")
+        default: return .notASocket(path: path, found: "a file that is not a socket")
         }
     }
 
@@ -89,6 +110,12 @@ public enum FerryClientError: Error, Sendable, Hashable, CustomStringConvertible
         switch self {
         case .daemonNotRunning(let path):
             return "ferryd is not running (no socket at \(path)): start it with 'systemctl --user start ferryd' or 'ferryd'"
+        case .nobodyListening(let path):
+            return "ferryd is not running (nobody listens on the socket at \(path); a ferryd that stopped left it): "
+                + "start it with 'systemctl --user start ferryd' or 'ferryd'"
+        case .notASocket(let path, let found):
+            return "\(path) is \(found), not ferryd's socket: point --socket or FERRY_SOCKET at the socket ferryd listens on "
+                + "(by default $XDG_RUNTIME_DIR/ferry/ferryd.sock; ferryd's --socket or Socket= in ferryd.conf moves it)"
         case .permissionDenied(let path):
             return "permission denied on \(path): ferryd admits only the user it runs as (and root); "
                 + "run this as that user, or start your own ferryd and point --socket or FERRY_SOCKET at it"

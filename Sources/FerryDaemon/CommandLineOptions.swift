@@ -18,7 +18,7 @@ public struct CommandLineOptions: Sendable, Equatable {
       --state-dir DIR   where the store lives (default: $XDG_STATE_HOME/ferry)
       --socket PATH     the API socket (default: $XDG_RUNTIME_DIR/ferry/ferryd.sock)
       --log-level LEVEL debug, info, notice, warning or error
-      --check-config    check the configuration, print the effective settings, and exit
+      --check-config    check the configuration, print every setting in effect, and exit
       --version         print the version and exit
 
     Signals: SIGTERM stops gracefully, SIGHUP reloads the configuration.

@@ -39,9 +39,9 @@ public enum Daemon {
         if let socket = options.socketPath { config.socketPath = socket }
         if let level = options.logLevel { config.logLevel = level }
         if options.checkConfig {
-            print("configuration OK (\(FileManager.default.fileExists(atPath: configPath) ? configPath : "built-in defaults"))")
-            print("state directory: \(config.stateDirectory)\nsocket: \(config.socketPath)\nlog level: \(config.logLevel.name)")
-            print("durability: \(config.durability.rawValue)\nimmutable entities: \(config.immutableEntities.sorted().joined(separator: " "))")
+            print("# configuration OK (\(FileManager.default.fileExists(atPath: configPath) ? configPath : "built-in defaults")); "
+                + "the settings in effect:\n")
+            print(config.effectiveSettings, terminator: "")
             return 0
         }
         return await run(config: config, configPath: options.configPath ?? configPath, environment: environment)
@@ -105,7 +105,8 @@ public enum Daemon {
         do {
             try service.register(StoreInterface.definition, methods: StoreAPI(store: store, hub: hub, feed: feed, logger: logger).methods)
             try service.register(EngineInterface.definition,
-                                 methods: EngineAPI(store: store, engine: engine, sync: sync, startedAt: started).methods)
+                                 methods: EngineAPI(store: store, engine: engine, sync: sync, startedAt: started,
+                                                    configPath: configPath).methods)
         } catch {
             logger.error("internal error: the API definition does not load: \(error)")
             return 1

@@ -7,6 +7,13 @@ import FerryStore
 enum DeclaredTransports {
     static let setting = "config-transports"
 
+    /// Whether the config file declared transport `name` of `space` when it was last applied
+    /// (so a reload brings it back if it is removed any other way).
+    static func isDeclared(space: String, name: String, in store: Store) throws(FerryError) -> Bool {
+        let declared = try store.setting(setting)?.split(separator: "\n").map(String.init) ?? []
+        return declared.contains(space + "\u{1}" + name)
+    }
+
     static func apply(_ declared: [DaemonConfiguration.DeclaredTransport], to store: Store, logger: Logger) {
         let previous = Set(((try? store.setting(setting)) ?? nil)?.split(separator: "\n").map(String.init) ?? [])
         var now = Set<String>()

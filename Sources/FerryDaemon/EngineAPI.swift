@@ -12,6 +12,8 @@ struct EngineAPI: Sendable {
     let engine: EngineLoop
     let sync: SyncEngine
     let startedAt: Int64
+    /// The config file whose `[Transport NAME]` sections declare transports, for messages.
+    let configPath: String
 
     var methods: [String: VarlinkMethod] {
         [
@@ -128,9 +130,12 @@ struct EngineAPI: Sendable {
         return ["entries": .array(out)]
     }
 
+    /// Starts a round now; while syncing is paused it starts nothing and says so
+    /// (`SyncPaused`), rather than reporting a round that does not happen.
     func syncNow(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
         let space = p["space"]?.stringValue
         if let space { try checkSpace(space) }
+        if sync.isPaused { throw ErrorMapping.syncPaused() }
         engine.wake()
         sync.syncNow(space: space)
         return [:]
@@ -192,8 +197,13 @@ struct EngineAPI: Sendable {
         try checkSpace(space)
         let name = p["name"]?.stringValue ?? ""
         let store = self.store
-        let exists = try await run { () throws(FerryError) in try store.transports(space: space).contains { $0.name == name } }
+        let (exists, declared) = try await run { () throws(FerryError) in
+            (try store.transports(space: space).contains { $0.name == name },
+             try DeclaredTransports.isDeclared(space: space, name: name, in: store))
+        }
         guard exists else { throw ErrorMapping.transportNotFound(space: space, name: name) }
+        // Removed here, a reload would bring it back: the config file is where it goes away.
+        if declared { throw ErrorMapping.transportDeclared(space: space, name: name, file: configPath) }
         do { try await sync.removeTransport(space: space, name: name) } catch {
             throw ErrorMapping.varlink(error, interface: EngineInterface.name)
         }
@@ -205,6 +215,9 @@ struct EngineAPI: Sendable {
     private func relayConfiguration(space: String, location: String, code: String?,
                                     token: String?) async throws(TransportConfiguration.Problem) -> String {
         let url = try TransportConfiguration.relayURL(location)
+        if token != nil && code != nil {
+            throw .init(parameter: "code", message: "give either a pairing code or a token, not both")
+        }
         if let token {
             guard (8...512).contains(token.utf8.count), token.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
                 throw .init(parameter: "token", message: "the token is not one a relay issues (printable, 8 to 512 characters)")
@@ -221,7 +234,7 @@ struct EngineAPI: Sendable {
         }
         let grant: RelayAccount.Grant
         do { grant = try await RelayAccount.redeem(url: url, code: code, device: "ferryd \(store.nodeID)") } catch {
-            throw .init(parameter: "code", message: "the relay did not accept the code: \(error)")
+            throw .init(parameter: "code", message: error.message)
         }
         guard grant.owner == keys.owner else {
             throw .init(parameter: "code", message: "the code is for owner \(grant.owner), but space \(space) belongs to owner \(keys.owner): restore that owner's recovery phrase here first ('ferryctl owner restore'), then pair again")

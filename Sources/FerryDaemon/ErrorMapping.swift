@@ -43,6 +43,24 @@ enum ErrorMapping {
         ])
     }
 
+    /// A transport the config file declares, which only the file can remove for good.
+    static func transportDeclared(space: String, name: String, file: String) -> VarlinkError {
+        VarlinkError(EngineInterface.name + ".TransportDeclared", parameters: [
+            "space": .string(space), "name": .string(name), "file": .string(file),
+            "message": .string("transport \(name) of space \(space) is declared in \(file) ([Transport \(name)]), so removing it "
+                + "here would last only until ferryd reloads or restarts: delete its section from that file, then reload ferryd "
+                + "('systemctl --user reload ferryd', or send it SIGHUP)"),
+        ])
+    }
+
+    /// SyncNow while syncing is paused: nothing would start.
+    static func syncPaused() -> VarlinkError {
+        VarlinkError(EngineInterface.name + ".SyncPaused", parameters: [
+            "message": .string("syncing is paused, so no round starts: resume it with 'ferryctl sync resume' (Resume), "
+                + "which also starts a round"),
+        ])
+    }
+
     /// A recovery phrase that does not decode.
     static func invalidPhrase(_ error: RecoveryPhraseError) -> VarlinkError {
         VarlinkError(EngineInterface.name + ".InvalidRecoveryPhrase", parameters: ["message": .string("\(error)")])

@@ -1,6 +1,7 @@
 // ferry-relay: the HTTP relay server. `serve` runs it; `admin` manages owners and tokens in the
 // same storage (safe while serve runs: SQLite in WAL mode, or PostgreSQL); `check-config` reads
 // the configuration and opens the storage, and says what is wrong.
+import FerryAPI
 import FerryRelay
 import Foundation
 
@@ -11,6 +12,7 @@ let usage = """
            ferry-relay admin [--config FILE] revoke OWNER TOKEN_ID
            ferry-relay admin [--config FILE] set-quota OWNER BYTES|default
            ferry-relay check-config [--config FILE]
+           ferry-relay version
     The default config file is /etc/ferry-relay/ferry-relay.conf when it exists.
     """
 
@@ -66,8 +68,15 @@ case "check-config", "--check-config":
         fail("the configuration reads, but the storage does not open: \(error)", status: 1)
     }
     print("configuration ok; storage \(configuration.storage.rawValue) opens")
+case "version", "--version":
+    arguments.removeFirst()
+    guard arguments.isEmpty else { fail("unexpected arguments: \(arguments.joined(separator: " "))\n" + usage, status: 2) }
+    // The same version ferryd and ferryctl print: the three are built and released together.
+    print("ferry-relay \(FerryVersion.string)")
 case "--help", "-h", "help":
     print(usage)
+case nil:
+    fail("expected a command (serve, admin, check-config, version or help)\n" + usage, status: 2)
 default:
-    fail("expected a command\n" + usage, status: 2)
+    fail("unknown command \"\(arguments[0].prefix(80))\"; expected serve, admin, check-config, version or help\n" + usage, status: 2)
 }

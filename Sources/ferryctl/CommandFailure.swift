@@ -9,7 +9,8 @@ enum ExitCode: Int32 {
     case usage = 2
     /// The record, losing version or attachment does not exist.
     case notFound = 3
-    /// Nothing listens on the socket.
+    /// Nothing listens on the socket: no socket at the path, a socket nobody listens on, or
+    /// a file that is not a socket.
     case daemonNotRunning = 4
     /// The socket or the daemon refused this user.
     case permissionDenied = 5
@@ -25,6 +26,9 @@ enum CommandFailure: Error {
     case notFound(String)
     /// Something local failed, such as reading an input file (exit 1).
     case local(String)
+    /// ferryd did only part of what was asked, or none of it, without an error of its own:
+    /// for example an import that left out another owner's data (exit 1).
+    case incomplete(String)
 
     init(_ error: UsageError) {
         self = .usage(error.message)
@@ -34,10 +38,10 @@ enum CommandFailure: Error {
         switch self {
         case .usage: return .usage
         case .notFound: return .notFound
-        case .local: return .failure
+        case .local, .incomplete: return .failure
         case .client(let error):
             switch error {
-            case .daemonNotRunning: return .daemonNotRunning
+            case .daemonNotRunning, .nobodyListening, .notASocket: return .daemonNotRunning
             case .permissionDenied: return .permissionDenied
             case .remote where error.isNotFound: return .notFound
             default: return .failure
@@ -48,7 +52,7 @@ enum CommandFailure: Error {
     /// The text for stderr (without the `ferryctl: ` prefix).
     var message: String {
         switch self {
-        case .usage(let message), .notFound(let message), .local(let message): return message
+        case .usage(let message), .notFound(let message), .local(let message), .incomplete(let message): return message
         case .client(let error): return error.description
         }
     }

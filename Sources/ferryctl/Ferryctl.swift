@@ -33,6 +33,10 @@ enum Ferryctl {
                 Output.out(HelpCommand.overview())
                 return .ok
             }
+            if let problem = missingOptionValue(arguments) {
+                Output.note("ferryctl: \(problem)\nusage: ferryctl [--socket PATH] [--json] [--space NAME] COMMAND [ARGUMENTS]\nsee 'ferryctl help'")
+                return .usage
+            }
             Output.note("ferryctl: missing command\n\n" + HelpCommand.overview())
             return .usage
         }
@@ -69,6 +73,26 @@ enum Ferryctl {
             report(error, command: command)
             return error.exitCode
         }
+    }
+
+    /// When no command was found because a global option lacks its value, what to say:
+    /// `--socket needs a path` for a trailing `--socket`, or for `--socket status` that the
+    /// command was taken as the path. Nil when the command is simply missing.
+    static func missingOptionValue(_ arguments: [String]) -> String? {
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            guard let spec = globalOptions.first(where: { argument == "--" + $0.name || ($0.short.map { argument == "-\($0)" } ?? false) }),
+                  let valueName = spec.valueName else { continue }
+            let needs = "\(argument) needs a \(valueName.lowercased())"
+            guard index < arguments.count else { return needs }
+            if command(named: arguments[index]) != nil {
+                return needs + " before the command ('\(arguments[index])' was taken as the \(valueName.lowercased()))"
+            }
+            index += 1
+        }
+        return nil
     }
 
     /// Prints a failure to stderr; a usage error also gets the command's synopsis.

@@ -1,3 +1,5 @@
+import Foundation
+
 /// `ferryctl help [COMMAND]`: the command list, global options and exit codes, or one
 /// command's usage.
 enum HelpCommand: Command {
@@ -22,33 +24,34 @@ enum HelpCommand: Command {
         Exit codes:
           0  success
           1  ferryd reported an error (its name and message are printed to stderr),
-             the connection broke, or a local file could not be read or written
+             the connection broke, a local file could not be read or written, or an
+             import left out data of an owner no space here has
           2  usage error: the command line is wrong
           3  not found: get, rm or conflicts of an unknown record; an unknown losing
              version (--restore) or attachment (detach)
-          4  ferryd is not running: no socket at the path, or the connection was refused
-          5  permission denied: the socket admits only the user ferryd runs as (and root)
+          4  ferryd is not running: no socket at the path, nobody listens on it, or the
+             path is not a socket (a directory or a regular file)
+          5  permission denied: the socket admits only the user ferryd runs as
+             (and root)
         """
 
     /// `ferryctl help`.
+    /// Fits in 80 columns: each command's usage is at most `maxUsage` characters (longer
+    /// ones are shortened, see `shortUsage`) and the summaries wrap beside them.
     static func overview() -> String {
-        var commands = Table("COMMAND", "")
-        for command in Ferryctl.commands {
+        let commands = Ferryctl.commands.map { command -> (String, String) in
             let usage = command.synopsis.isEmpty ? command.name : command.name + " " + command.synopsis
-            commands.add(usage.count > 42 ? shortUsage(command) : usage, command.summary)
+            return (usage.count > maxUsage ? shortUsage(command) : usage, command.summary)
         }
-        var globals = Table("", "")
-        for option in Ferryctl.globalOptions {
-            globals.add(option.display, option.help)
-        }
+        let globals = Ferryctl.globalOptions.map { ($0.display, $0.help) }
         return """
             usage: ferryctl [--socket PATH] [--json] [--space NAME] COMMAND [ARGUMENTS]
 
             ferryctl talks to ferryd, the Ferry sync daemon, over its Unix socket.
 
-            \(indentRows(commands))
+            \(columns(commands))
             Global options (before or after the command):
-            \(indentRows(globals))
+            \(columns(globals))
             --space applies to the commands that touch records: get, put, rm, ls, watch,
             conflicts, outbox and sync. An argument that starts with - (an id, say) goes
             after --: 'ferryctl get note -- -x'.
@@ -60,14 +63,26 @@ enum HelpCommand: Command {
             """
     }
 
-    /// A long usage cut before its options: `ls ENTITY [options]`.
+    /// The longest usage the overview shows in full.
+    static let maxUsage = 33
+
+    /// A long usage made short: the first word of each alternative (`transport ls | add | rm`),
+    /// else cut before its options (`ls ENTITY [options]`), else the bare name.
     private static func shortUsage(_ command: any Command.Type) -> String {
+        let alternatives = topLevelAlternatives(command.synopsis).compactMap { $0.split(separator: " ").first }
+        if alternatives.count > 1 && !command.synopsis.hasPrefix("[") {
+            var seen = Set<Substring>()
+            let words = alternatives.filter { seen.insert($0).inserted }
+            let usage = command.name + " " + words.joined(separator: " | ")
+            if usage.count <= maxUsage { return usage }
+        }
         var words: [Substring] = [Substring(command.name)]
         for word in command.synopsis.split(separator: " ") {
             if word.hasPrefix("[-") { break }
             words.append(word)
         }
-        return words.joined(separator: " ") + " [options]"
+        let usage = words.joined(separator: " ") + " [options]"
+        return usage.count <= maxUsage ? usage : command.name + " ..."
     }
 
     /// `ferryctl help COMMAND` and `ferryctl COMMAND --help`.
@@ -75,20 +90,68 @@ enum HelpCommand: Command {
         var text = "usage: ferryctl \(command.name)" + (command.synopsis.isEmpty ? "" : " " + command.synopsis) + "\n\n"
         text += command.summary.prefix(1).uppercased() + command.summary.dropFirst() + ".\n"
         if !command.details.isEmpty { text += "\n" + command.details + "\n" }
-        var options = Table("", "")
-        for option in command.options { options.add(option.display, option.help) }
+        var options = command.options.map { ($0.display, $0.help) }
         for option in Ferryctl.globalOptions where option.name != "space" || command.takesSpace {
-            options.add(option.display, option.help)
+            options.append((option.display, option.help))
         }
-        text += "\nOptions:\n" + indentRows(options)
+        text += "\nOptions:\n" + columns(options)
         return text
     }
 
-    /// A table's rows (not its header), indented by two spaces.
-    private static func indentRows(_ table: Table) -> String {
-        table.render().split(separator: "\n", omittingEmptySubsequences: false).dropFirst()
-            .filter { !$0.isEmpty }
-            .map { "  " + $0 }
-            .joined(separator: "\n") + "\n"
+    /// `synopsis` split at the `|` that are outside brackets and parentheses:
+    /// `ls | add NAME relay URL (--code CODE | --token TOKEN)` is two alternatives.
+    private static func topLevelAlternatives(_ synopsis: String) -> [String] {
+        var parts: [String] = []
+        var current = ""
+        var depth = 0
+        for character in synopsis {
+            switch character {
+            case "(", "[": depth += 1
+            case ")", "]": depth -= 1
+            case "|" where depth == 0:
+                parts.append(current.trimmingCharacters(in: .whitespaces))
+                current = ""
+                continue
+            default: break
+            }
+            current.append(character)
+        }
+        parts.append(current.trimmingCharacters(in: .whitespaces))
+        return parts
+    }
+
+    /// Rows of two columns, indented by two spaces, the second column wrapped at spaces so
+    /// that no line passes `width` columns (unless a single word is longer than the room).
+    static func columns(_ rows: [(String, String)], width: Int = 80) -> String {
+        let first = rows.map(\.0.count).max() ?? 0
+        let indent = 2, gap = 2
+        let room = max(20, width - indent - first - gap)
+        var text = ""
+        for (left, right) in rows {
+            let lines = wrap(right, room)
+            text += String(repeating: " ", count: indent) + left
+            if let line = lines.first { text += String(repeating: " ", count: first - left.count + gap) + line }
+            text += "\n"
+            for line in lines.dropFirst() { text += String(repeating: " ", count: indent + first + gap) + line + "\n" }
+        }
+        return text
+    }
+
+    /// `text` in lines of at most `room` characters, broken at spaces.
+    private static func wrap(_ text: String, _ room: Int) -> [String] {
+        var lines: [String] = []
+        var current = ""
+        for word in text.split(separator: " ") {
+            if current.isEmpty {
+                current = String(word)
+            } else if current.count + 1 + word.count <= room {
+                current += " " + word
+            } else {
+                lines.append(current)
+                current = String(word)
+            }
+        }
+        if !current.isEmpty { lines.append(current) }
+        return lines
     }
 }

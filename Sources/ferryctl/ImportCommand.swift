@@ -9,7 +9,9 @@ enum ImportCommand: Command {
     static let details = """
         Each space of the bundle is merged into the space here with the same owner; newer
         versions win, tombstones keep deleted records deleted, and imported changes are
-        queued for every transport. A damaged bundle changes nothing.
+        queued for every transport. A damaged bundle changes nothing. A space of an owner
+        that no space here has is left out and the command fails (exit 1): restore that
+        owner's phrase first ('ferryctl owner restore --space NAME PHRASE').
         """
 
     static func run(_ arguments: ParsedArguments, _ context: Context) async throws(CommandFailure) {
@@ -20,11 +22,19 @@ enum ImportCommand: Command {
             Output.json(.object(["applied": .int(Int64(s.applied)), "duplicates": .int(Int64(s.duplicates)),
                                  "lost": .int(Int64(s.lost)), "refused": .int(Int64(s.refused)),
                                  "skippedOwners": .array(s.skippedOwners.map { .string($0) })]))
-            return
         }
-        Output.line("imported \(path): \(s.applied) applied, \(s.duplicates) already here, \(s.lost) older than what is here, \(s.refused) refused")
-        for owner in s.skippedOwners {
-            Output.note("skipped owner \(owner): no space here belongs to it; restore its phrase first with 'ferryctl owner restore --space NAME PHRASE'")
+        let counted = s.applied + s.duplicates + s.lost + s.refused
+        if !context.json && (counted > 0 || s.skippedOwners.isEmpty) {
+            Output.line("imported \(path): \(s.applied) applied, \(s.duplicates) already here, \(s.lost) older than what is here, \(s.refused) refused")
         }
+        guard !s.skippedOwners.isEmpty else { return }
+        // Data sealed for an owner no space here has cannot be opened: not a success.
+        let owners = s.skippedOwners.sorted().joined(separator: ", ")
+        let what = counted == 0
+            ? "the bundle belongs to another owner (\(owners)) than any space here, so nothing was imported"
+            : "part of the bundle belongs to another owner (\(owners)) than any space here, so that part was not imported"
+        throw .incomplete(what + ": restore that owner's recovery phrase on this device into the space that should hold "
+            + "the data ('ferryctl owner restore --space NAME PHRASE'; 'ferryctl space create NAME' makes a new one), "
+            + "then import again")
     }
 }

@@ -36,7 +36,7 @@ enum SpaceCommand: Command {
             Output.json(.object(["spaces": .array(spaces.map(\.json))]))
             return
         }
-        var table = Table("NAME", "KIND", "OWNER", "CREATED")
+        var table = Table("SPACE", "KIND", "OWNER", "CREATED")
         for space in spaces {
             table.add(space.name, space.kind, space.owner ?? "-", Format.time(space.createdAt))
         }

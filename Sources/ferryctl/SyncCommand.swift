@@ -10,7 +10,8 @@ enum SyncCommand: Command {
         Without an argument, starts a round now and returns once it has started; follow it
         with 'ferryctl status'. Without --space every space syncs. 'pause' stops every sync
         loop (reads and writes go on, the outbox keeps the changes) until 'resume'; a pause
-        lasts across restarts.
+        lasts across restarts. While paused, 'ferryctl sync' starts nothing and fails
+        (exit 1, io.ferry.Engine.SyncPaused): resume first.
         """
     static let takesSpace = true
 

@@ -15,8 +15,10 @@ enum TransportCommand: Command {
         envelopes: pair with --code CODE from 'ferryctl relay pair' on a device already on the
         relay, or give the first device the --token its operator created.
         Adding a transport queues every record of the space for it; removing one drops its
-        progress and keeps the data. Every device of an owner must share its recovery
-        phrase first: see 'ferryctl owner'.
+        progress and keeps the data. A transport declared in ferryd.conf ([Transport NAME])
+        is not removed with 'rm' (a reload would bring it back): delete its section there and
+        reload ferryd. Every device of an owner must share its recovery phrase first: see
+        'ferryctl owner'.
         """
     static let options = [
         OptionSpec("code", value: "CODE", help: "for a relay: a pairing code from 'ferryctl relay pair'"),
@@ -26,10 +28,10 @@ enum TransportCommand: Command {
 
     static func run(_ arguments: ParsedArguments, _ context: Context) async throws(CommandFailure) {
         guard let action = arguments.positionals.first else { throw .usage("missing ls, add or rm") }
-        let client = try context.connect()
         switch action {
         case "ls", "list":
             _ = try arguments.positionals(["ls"])
+            let client = try context.connect()
             let list = try await daemon { () async throws(FerryClientError) in try await client.transports(space: context.space) }
             if context.json {
                 Output.json(.object(["transports": .array(list.map(\.json))]))
@@ -54,6 +56,10 @@ enum TransportCommand: Command {
             let location = !isFolder || p[3].hasPrefix("/") ? p[3] : FileManager.default.currentDirectoryPath + "/" + p[3]
             let code = arguments.value("code"), token = arguments.value("token")
             if isFolder && (code != nil || token != nil) { throw .usage("--code and --token are for relay transports") }
+            if code != nil && token != nil {
+                throw .usage("use one of --token or --code: --code CODE pairs with a code from 'ferryctl relay pair', --token TOKEN uses a token from the relay's operator")
+            }
+            let client = try context.connect()
             let added = try await daemon { () async throws(FerryClientError) in
                 try await client.addTransport(space: context.space, name: p[1], kind: p[2], location: location, code: code, token: token)
             }
@@ -64,6 +70,7 @@ enum TransportCommand: Command {
             }
         case "rm", "remove":
             let p = try arguments.positionals(["rm", "NAME"])
+            let client = try context.connect()
             try await daemon { () async throws(FerryClientError) in try await client.removeTransport(space: context.space, name: p[1]) }
             if context.json { Output.json(.object([:])) } else { Output.line("removed transport \(p[1]); the data stays on this device") }
         default:

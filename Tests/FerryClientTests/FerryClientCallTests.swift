@@ -172,7 +172,22 @@ import FerryClient
         #expect(bound == 0)
         close(fd)
         defer { unlink(stale) }
-        #expect(throws: FerryClientError.daemonNotRunning(path: stale)) { try FerryClient(socketPath: stale) }
+        #expect(throws: FerryClientError.nobodyListening(path: stale)) { try FerryClient(socketPath: stale) }
+        let message = FerryClientError.nobodyListening(path: stale).description
+        #expect(message.hasPrefix("ferryd is not running (nobody listens on the socket at \(stale)"), "\(message)")
+        #expect(message.hasSuffix("start it with 'systemctl --user start ferryd' or 'ferryd'"), "\(message)")
+    }
+
+    @Test func aDirectoryOrAFileIsNotASocket() throws {
+        let directory = "/tmp/ferry-client-dir-\(getpid())"
+        let file = directory + "/plain"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
+        #expect(throws: FerryClientError.notASocket(path: directory, found: "a directory")) { try FerryClient(socketPath: directory) }
+        #expect(throws: FerryClientError.notASocket(path: file, found: "a regular file")) { try FerryClient(socketPath: file) }
+        let message = FerryClientError.notASocket(path: directory, found: "a directory").description
+        #expect(message.hasPrefix("\(directory) is a directory, not ferryd's socket: point --socket or FERRY_SOCKET at"), "\(message)")
     }
 
     @Test func socketPathTooLong() {

@@ -1,5 +1,6 @@
 import FerryJSON
 import Foundation
+import Glibc
 import Testing
 
 /// ferryctl's command line, through the real binary: usage errors exit 2 before any
@@ -50,12 +51,25 @@ import Testing
         (["outbox", "--limit", "x"], "--limit must be an integer"),
         (["help", "nosuch"], "unknown command 'nosuch'"),
         (["attach"], "missing FILE"),
+        (["transport", "add", "r", "relay", "https://relay.example", "--token", "a", "--code", "b"], "use one of --token or --code"),
+        (["transport", "add", "f", "folder", "/tmp", "--code", "b"], "--code and --token are for relay transports"),
     ])
     func usageError(_ arguments: [String], _ message: String) throws {
         let result = try ferryctl.run(["--socket", nowhere] + arguments)
         #expect(result.status == 2, "\(result)")
         #expect(result.stderr.contains(message), "\(result)")
         #expect(result.stdout.isEmpty, "\(result)")
+    }
+
+    @Test func aGlobalOptionWithoutItsValueSaysSo() throws {
+        let trailing = try ferryctl.run(["--socket"])
+        #expect(trailing.status == 2 && trailing.stderr.hasPrefix("ferryctl: --socket needs a path\n"), "\(trailing)")
+        #expect(!trailing.stderr.contains("missing command"), "\(trailing)")
+        let swallowed = try ferryctl.run(["--socket", "status"])
+        #expect(swallowed.status == 2, "\(swallowed)")
+        #expect(swallowed.stderr.contains("--socket needs a path before the command ('status' was taken as the path)"), "\(swallowed)")
+        let space = try ferryctl.run(["--json", "--space"])
+        #expect(space.status == 2 && space.stderr.contains("--space needs a name"), "\(space)")
     }
 
     @Test func usageErrorShowsTheCommandsSynopsis() throws {
@@ -72,6 +86,9 @@ import Testing
                          "detach", "outbox", "sync", "space", "version", "--socket PATH", "--json", "--space NAME",
                          "Exit codes:", "4  ferryd is not running", "3  not found", "5  permission denied", "2  usage error"] {
                 #expect(result.stdout.contains(word), "'\(word)' missing from \(arguments): \(result)")
+            }
+            for line in result.lines where line.count > 80 {
+                Issue.record("a line of \(line.count) columns in \(arguments): \(line)")
             }
         }
     }
@@ -97,6 +114,37 @@ import Testing
         #expect(result.status == 4, "\(result)")
         #expect(result.stderr == "ferryctl: ferryd is not running (no socket at \(nowhere)): "
             + "start it with 'systemctl --user start ferryd' or 'ferryd'\n")
+    }
+
+    @Test func aSocketPathThatIsNotASocketIsToldApart() throws {
+        let directory = "/tmp/ferryctl-test-notsock-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/plain"
+        #expect(FileManager.default.createFile(atPath: file, contents: Data()))
+
+        let intoDirectory = try ferryctl.run(["status", "--socket", directory])
+        #expect(intoDirectory.status == 4, "\(intoDirectory)")
+        #expect(intoDirectory.stderr.hasPrefix("ferryctl: \(directory) is a directory, not ferryd's socket"), "\(intoDirectory)")
+        let intoFile = try ferryctl.run(["status", "--socket", file])
+        #expect(intoFile.status == 4, "\(intoFile)")
+        #expect(intoFile.stderr.hasPrefix("ferryctl: \(file) is a regular file, not ferryd's socket"), "\(intoFile)")
+
+        // A socket file nobody listens on: ferryd is not running, and how to start it.
+        let stale = directory + "/stale.sock"
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(stale.utf8)) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0)
+        close(fd)
+        let nobody = try ferryctl.run(["status", "--socket", stale])
+        #expect(nobody.status == 4, "\(nobody)")
+        #expect(nobody.stderr.contains("nobody listens on the socket at \(stale)"), "\(nobody)")
+        #expect(nobody.stderr.contains("start it with 'systemctl --user start ferryd'"), "\(nobody)")
     }
 
     @Test func socketPathComesFromTheEnvironment() throws {

@@ -227,6 +227,9 @@ import Testing
 
         let (spaces, _) = try run(["space", "ls"]) { _ in [.ok(["spaces": [Samples.space]])] }
         #expect(spaces.lines.count == 2 && spaces.lines[1].hasPrefix("private  private  -      2025-01-31"), "\(spaces)")
+        // The same column is SPACE in 'space ls', 'status' and 'transport ls'.
+        #expect(spaces.lines[0].split(separator: " ") == ["SPACE", "KIND", "OWNER", "CREATED"], "\(spaces)")
+        #expect(status.lines.contains { $0.split(separator: " ") == ["SPACE", "KIND", "OWNER", "CREATED"] }, "\(status)")
 
         let (create, createCalls) = try run(["space", "create", "team", "--kind", "shared"]) { call in
             [.ok(["space": ["name": call.parameters["name"]!, "kind": "shared", "createdAt": 1]])]

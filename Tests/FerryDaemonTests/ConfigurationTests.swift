@@ -61,6 +61,38 @@ import Testing
         #expect(DaemonConfiguration.defaultConfigPath(environment: env) == "/home/u/.config/ferry/ferryd.conf")
     }
 
+    /// `--check-config` prints every key of every section, and what it prints reads back as
+    /// the same configuration; a relay token is only said to be set.
+    @Test func effectiveSettingsShowEveryKeyAndReadBack() throws {
+        var c = DaemonConfiguration(environment: env)
+        try c.apply(configText: """
+        [Store]
+        ImmutableEntities=ledger stock.movement
+        [API]
+        SlowWatcherGraceSeconds=0.5
+        [Transport shared]
+        Kind=folder
+        Location=/srv/sync
+        Space=team
+        """, file: "ferryd.conf")
+        let text = c.effectiveSettings
+        for (section, keys) in DaemonConfiguration.knownKeys where section != "Transport NAME" {
+            #expect(text.contains("[\(section)]\n"), "[\(section)] missing: \(text)")
+            for key in keys { #expect(text.contains("\n\(key)="), "\(key)= missing: \(text)") }
+        }
+        #expect(text.contains("[Transport shared]\nKind=folder\nLocation=/srv/sync\nSpace=team\n"), "\(text)")
+        var again = DaemonConfiguration(environment: [:])
+        try again.apply(configText: text, file: "printed")
+        #expect(again.transports.map { [$0.name, $0.kind, $0.location, $0.space] } == c.transports.map { [$0.name, $0.kind, $0.location, $0.space] })
+        again.transports = c.transports   // they differ only in the line each was declared on
+        #expect(again == c, "\(text)")
+
+        var withToken = c
+        withToken.transports[0].token = "fr1_secret-token"
+        #expect(!withToken.effectiveSettings.contains("fr1_secret"))
+        #expect(withToken.effectiveSettings.contains("Token=(set; not shown)"))
+    }
+
     @Test func appliesEveryKey() throws {
         var c = DaemonConfiguration(environment: env)
         try c.apply(configText: """

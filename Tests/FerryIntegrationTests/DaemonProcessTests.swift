@@ -258,7 +258,11 @@ import FerryVarlink
         #expect(bad.status == 1 && bad.output.contains("ferryd.conf:2") && bad.output.contains("full or normal"))
         try "[Store]\nDurability=normal\n".write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         let good = try runCommand(ferryd, ["--config", daemon.configPath, "--check-config"])
-        #expect(good.status == 0 && good.output.contains("durability: normal"))
+        #expect(good.status == 0 && good.output.contains("\nDurability=normal\n"), "\(good.output)")
+        for key in ["StateDirectory=", "Socket=", "LogLevel=info", "MaxPayloadBytes=1048576", "SlowWatcherGraceSeconds=5\n",
+                    "MaxConnections=4096", "PollIntervalSeconds=30", "AttachmentWaitSeconds=120"] {
+            #expect(good.output.contains(key), "\(key) missing: \(good.output)")
+        }
         let usage = try runCommand(ferryd, ["--frobnicate"])
         #expect(usage.status == 2 && usage.output.contains("usage: ferryd"))
     }

@@ -167,6 +167,59 @@ import Testing
         #expect(restoreUnknown.status == 3, "no losing version has that stamp: \(restoreUnknown)")
     }
 
+    /// What a user cannot do here, each refused with what to do instead and a non-zero exit:
+    /// removing a transport ferryd.conf declares, syncing while paused, importing another
+    /// owner's bundle.
+    @Test func refusalsSayWhatToDoInstead() throws {
+        let folder = NSTemporaryDirectory() + "ctl-declared-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let daemon = try DaemonHarness(config: "[Store]\nDurability=normal\n[Transport declared]\nKind=folder\nLocation=\(folder)\n",
+                                       name: "ctl-refusals")
+        try daemon.start()
+        defer { daemon.stop() }
+        let ctl = try CtlRunner(socket: daemon.socketPath)
+
+        // A transport of ferryd.conf stays: the file is where it goes away.
+        let declared = try ctl.run(["transport", "rm", "declared"])
+        #expect(declared.status == 1, "\(declared)")
+        #expect(declared.stderr.contains("io.ferry.Engine.TransportDeclared") && declared.stderr.contains(daemon.configPath)
+                && declared.stderr.contains("reload"), "\(declared)")
+        #expect(declared.stdout.isEmpty, "\(declared)")
+        #expect(try ctl.run(["transport", "ls"]).stdout.contains("declared"), "still there")
+        #expect(try ctl.run(["transport", "add", "own", "folder", folder]).status == 0)
+        let own = try ctl.run(["transport", "rm", "own"])
+        #expect(own.status == 0 && own.stdout.hasPrefix("removed transport own"), "one added with ferryctl goes: \(own)")
+
+        // Paused, 'sync' starts nothing and says so.
+        #expect(try ctl.run(["sync", "pause"]).status == 0)
+        let paused = try ctl.run(["sync"])
+        #expect(paused.status == 1, "\(paused)")
+        #expect(paused.stderr.contains("io.ferry.Engine.SyncPaused") && paused.stderr.contains("'ferryctl sync resume'"), "\(paused)")
+        #expect(paused.stdout.isEmpty, "\(paused)")
+        #expect(try ctl.run(["sync", "resume"]).status == 0)
+        #expect(try ctl.run(["sync"]).status == 0)
+
+        // A bundle of another owner: nothing imported, and an error that says whose phrase to restore.
+        let other = try DaemonHarness(name: "ctl-other-owner")
+        try other.start()
+        defer { other.stop() }
+        let otherCtl = try CtlRunner(socket: other.socketPath)
+        #expect(try otherCtl.run(["put", "note", "O1", #"{"from": "other"}"#]).status == 0)
+        let bundle = other.root + "/other.ferry"
+        #expect(try otherCtl.run(["export", bundle]).status == 0)
+        let otherOwner = try #require(try otherCtl.run(["owner", "show-phrase", "--json"]).json()["owner"]?.stringValue)
+        let imported = try ctl.run(["import", bundle])
+        #expect(imported.status == 1, "\(imported)")
+        #expect(imported.stderr.contains("the bundle belongs to another owner (\(otherOwner))") && imported.stderr.contains("nothing was imported")
+                && imported.stderr.contains("ferryctl owner restore"), "\(imported)")
+        #expect(!imported.stdout.contains("imported"), "\(imported)")
+        let importedJSON = try ctl.run(["import", bundle, "--json"])
+        let skipped = try importedJSON.json()["skippedOwners"]
+        #expect(importedJSON.status == 1 && skipped == [.string(otherOwner)], "\(importedJSON)")
+        #expect(try ctl.run(["get", "note", "O1"]).status == 3)
+    }
+
     // MARK: attachments
 
     @Test func attachAndDetach() throws {

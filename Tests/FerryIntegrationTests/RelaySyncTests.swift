@@ -84,6 +84,21 @@ import Testing
         #expect(try await a.records()["from-b"] == nil)
         #expect(try await b.records()["second"] == nil)
         #expect(b.harness.isRunning)
+        // What b's user reads: what happened, and the advice once.
+        let refusal = try #require(try await b.transport("relay")?.lastError)
+        #expect(refusal.contains("the token is unknown or revoked"), "\(refusal)")
+        #expect(refusal.components(separatedBy: "pair this device again").count == 2, "\(refusal)")
+        #expect(refusal.contains("'ferryctl transport add NAME relay URL --code CODE'"), "\(refusal)")
+
+        // A wrong pairing code: about the code, not a word of a token.
+        do {
+            _ = try await a.client().addTransport(name: "again", kind: "relay", location: relay.url, code: "WRNG-CODE-XXXX")
+            Issue.record("a wrong pairing code was accepted")
+        } catch {
+            let message = "\(error)"
+            #expect(message.contains("the pairing code is wrong, expired or already used") && message.contains("make a new code")
+                    && !message.contains("token"), "\(message)")
+        }
     }
 
     @Test(arguments: RelaySyncTests.backends) func aRelayKilledMidSyncLosesNothing(_ storage: String) async throws {

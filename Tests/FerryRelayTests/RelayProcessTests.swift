@@ -1,6 +1,8 @@
+import FerryAPI
 import FerryRelay
 import FerrySync
 import FerryModel
+import FerryTestSupport
 import Foundation
 import Testing
 
@@ -260,6 +262,31 @@ import Testing
         #expect(limited.status == 429 && Int(limited.headers["retry-after"] ?? "") != nil)
         #expect(try relay.call("POST", "/v1/pair", body: Array("{".utf8)).status == 429)
         #expect(!relay.log.contains(code) && !relay.log.contains(newToken))
+    }
+
+    /// `--version` and `version` print the version ferryd and ferryctl print, with no storage
+    /// or config needed; an unknown command names itself.
+    @Test func versionNeedsNothing() throws {
+        for argument in ["--version", "version"] {
+            let (status, output) = try Self.runRelay([argument])
+            #expect(status == 0 && output == "ferry-relay \(FerryVersion.string)\n", "\(argument): \(status) \(output)")
+        }
+        let (status, output) = try Self.runRelay(["frobnicate"])
+        #expect(status == 2 && output.contains("unknown command \"frobnicate\""), "\(status) \(output)")
+    }
+
+    /// Runs the built ferry-relay with `arguments`; its exit status and stdout and stderr together.
+    static func runRelay(_ arguments: [String]) throws -> (Int32, String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: try BuiltExecutable.path("ferry-relay"))
+        p.arguments = arguments
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
     @Test func aSlowClientDoesNotBlockOthersAndIdleOnesAreClosed() throws {

@@ -78,7 +78,7 @@ extension RelayService {
         guard let owner else {
             pairingFailures.recordFailure(remote)
             logger.notice("a pairing attempt failed", ["remote": remote])
-            throw .unauthorized("the pairing code is wrong, expired or already used; make a new one on a paired device")
+            throw .unauthorized("the pairing code is wrong, expired or already used")
         }
         logger.notice("paired a device", ["owner": owner.description, "token_id": id])
         return .json(200, ["owner": .string(owner.description), "token": .string(token.text), "tokenId": .string(id)])

@@ -121,7 +121,7 @@ public final class RelayService: Sendable {
         do { grant = try storage.authenticate(tokenHash: token.hash, now: now()) } catch {
             throw storageFailure(error)
         }
-        guard let grant else { throw .unauthorized("the token is unknown or revoked; pair the device again") }
+        guard let grant else { throw .unauthorized("the token is unknown or revoked") }
         guard let role = grant.grants[owner] else {
             throw .forbidden("this token belongs to another owner")
         }

@@ -6,7 +6,8 @@ import FerryJSON
 
 /// The HTTP side of the relay transport: one request to `ferry-relay`'s `/v1` API, its status
 /// mapped to a `TransportFailure` in this one place (docs/relay.openapi.yaml):
-/// 401 and 403 unauthorized, 413 quota (or a batch too large: rejected), 429 rate limited with
+/// 401 and 403 unauthorized (the advice for a 401 depends on whether a token or a pairing code
+/// was refused), 413 quota (or a batch too large: rejected), 429 rate limited with
 /// `Retry-After`, other 4xx rejected, 5xx and network errors unavailable.
 /// The bearer token is sent, never logged or put in an error.
 struct RelayHTTP: Sendable {
@@ -78,17 +79,25 @@ struct RelayHTTP: Sendable {
         }
         let reply = Reply(status: http.statusCode, body: data.count > Self.maxReplyBytes ? Data() : data, headers: headers)
         if (200..<300).contains(http.statusCode) || http.statusCode == 404 { return reply }
-        throw Self.failure(reply, what: what, base: base)
+        throw Self.failure(reply, what: what, base: base, sentToken: token != nil)
     }
 
-    /// The failure a non-success reply means.
-    static func failure(_ reply: Reply, what: String, base: URL) -> TransportFailure {
+    /// The failure a non-success reply means. `sentToken` tells what a 401 refused: this
+    /// device's token (pair the device again), or without one the pairing code being redeemed
+    /// (make a new code). The relay's own message is quoted as what happened; the advice, said
+    /// once, is added here, where the ferryctl commands are known.
+    static func failure(_ reply: Reply, what: String, base: URL, sentToken: Bool = true) -> TransportFailure {
         let parsed = try? JSONParser.parse([UInt8](reply.body.prefix(64 << 10)))
         let code = parsed?["error"]?.stringValue ?? ""
         let message = parsed?["message"]?.stringValue ?? "HTTP \(reply.status)"
         let text = "\(what): the relay answered \(reply.status) \(code.isEmpty ? "" : "(\(code)) ")\(message)"
         switch reply.status {
-        case 401: return .unauthorized(text + "; the token was refused: pair this device again ('ferryctl transport add NAME relay URL --code CODE')")
+        case 401 where sentToken:
+            return .unauthorized(text + "; pair this device again ('ferryctl relay pair' on a device "
+                + "still syncing through the relay, then 'ferryctl transport add NAME relay URL --code CODE' here)")
+        case 401:
+            return .unauthorized(text + "; make a new code with 'ferryctl relay pair' on a device already syncing through the relay "
+                + "and use it before it expires")
         case 403: return .unauthorized(text + "; the token has no right to this owner's data")
         case 413 where code == "quota_exceeded": return .quotaExceeded(text)
         case 429:

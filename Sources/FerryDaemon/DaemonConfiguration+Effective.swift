@@ -1,0 +1,31 @@
+/// The settings as `ferryd --check-config` prints them.
+extension DaemonConfiguration {
+    /// Every setting, in ferryd.conf's own syntax and order (`[Daemon]`, `[Store]`, `[API]`,
+    /// `[Sync]`, then each `[Transport NAME]`), with the value in effect: the default, the
+    /// file's or the command line's. A relay token is never printed, only whether it is set.
+    /// The output is itself a valid config file (a token aside).
+    public var effectiveSettings: String {
+        func seconds(_ value: Double) -> String {
+            value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+        }
+        var sections: [(String, [(String, String)])] = [
+            ("Daemon", [("StateDirectory", stateDirectory), ("Socket", socketPath), ("LogLevel", logLevel.name)]),
+            ("Store", [("Durability", durability.rawValue), ("ImmutableEntities", immutableEntities.sorted().joined(separator: " ")),
+                       ("MaxPayloadBytes", String(maxPayloadBytes)), ("MaxBatch", String(maxBatch)),
+                       ("ConflictHistory", String(conflictHistory)), ("MaxDriftSeconds", String(maxDriftSeconds)),
+                       ("MaxAttachmentBytes", String(maxAttachmentBytes)), ("AttachmentGraceSeconds", String(attachmentGraceSeconds))]),
+            ("API", [("WatchBufferBytes", String(watchBufferBytes)), ("SlowWatcherGraceSeconds", seconds(slowWatcherGraceSeconds)),
+                     ("MaxConnections", String(maxConnections))]),
+            ("Sync", [("PollIntervalSeconds", String(pollIntervalSeconds)), ("DebounceMilliseconds", String(debounceMilliseconds)),
+                      ("AttachmentWaitSeconds", String(attachmentWaitSeconds))]),
+        ]
+        for t in transports {
+            var keys = [("Kind", t.kind), ("Location", t.location), ("Space", t.space)]
+            if t.token != nil { keys.append(("Token", "(set; not shown)")) }
+            sections.append(("Transport " + t.name, keys))
+        }
+        return sections.map { name, keys in
+            "[\(name)]\n" + keys.map { "\($0.0)=\($0.1)\n" }.joined()
+        }.joined(separator: "\n")
+    }
+}

@@ -97,11 +97,11 @@ public enum FerryClientError: Error, Sendable, Hashable, CustomStringConvertible
         return name.split(separator: ".").last.map(String.init)
     }
 
-    /// True when the daemon said a record, a losing version or an attachment does not exist
-    /// (`NotFound`, `ConflictNotFound`, `AttachmentMissing`).
+    /// True when the daemon said a record, a losing version, an attachment or a transport does
+    /// not exist (`NotFound`, `ConflictNotFound`, `AttachmentMissing`, `TransportNotFound`).
     public var isNotFound: Bool {
         switch remoteErrorName {
-        case "NotFound", "ConflictNotFound", "AttachmentMissing": return true
+        case "NotFound", "ConflictNotFound", "AttachmentMissing", "TransportNotFound": return true
         default: return false
         }
     }

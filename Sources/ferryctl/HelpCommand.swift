@@ -28,7 +28,7 @@ enum HelpCommand: Command {
              import left out data of an owner no space here has
           2  usage error: the command line is wrong
           3  not found: get, rm or conflicts of an unknown record; an unknown losing
-             version (--restore) or attachment (detach)
+             version (--restore), attachment (detach) or transport (transport rm)
           4  ferryd is not running: no socket at the path, nobody listens on it, or the
              path is not a socket (a directory or a regular file)
           5  permission denied: the socket admits only the user ferryd runs as

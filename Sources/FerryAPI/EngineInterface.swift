@@ -93,7 +93,8 @@ public enum EngineInterface {
     )
 
     # The outbox: every queued record with each transport's state. errorsOnly keeps
-    # the entries some transport rejected.
+    # the entries some transport rejected. At most limit entries (default 1000), fewer
+    # when more would not fit in one message.
     method Outbox(space: ?string, errorsOnly: ?bool, limit: ?int) -> (entries: []OutboxEntry)
 
     # Starts a sync round now (of one space, or all) instead of waiting for the next trigger.

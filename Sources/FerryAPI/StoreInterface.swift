@@ -55,7 +55,8 @@ public enum StoreInterface {
     method Put(space: ?string, entity: string, id: ?string, payload: object, attachments: ?[]string) -> (record: Record)
 
     # Writes many records in one transaction: all of them, or on any error none. The
-    # records come back without their payloads (the caller has them).
+    # records come back without their payloads (the caller has them). A batch whose reply
+    # would not fit in one message is refused (InvalidArgument) before it is written.
     method PutMany(space: ?string, records: []PutItem) -> (records: []Record)
 
     # Reads the current version of a record (a tombstone if deleted); record is absent if unknown.
@@ -67,7 +68,8 @@ public enum StoreInterface {
     # Lists the records of one entity kind, a page at a time. Pass the returned next as
     # after to read the following page. order is "id" (default) or "stamp". where keeps the
     # records whose payload fields equal the given JSON scalars, e.g. {"done": false}.
-    # limit is 1 to 1000 (default 100).
+    # limit is 1 to 1000 (default 100); a page of large records holds fewer (it stops at
+    # 8 MiB of record text, after at least one record). next is present whenever more remain.
     method List(space: ?string, entity: string, after: ?string, limit: ?int, includeDeleted: ?bool,
                 where: ?object, order: ?string) -> (records: []Record, next: ?string)
 
@@ -86,7 +88,7 @@ public enum StoreInterface {
     # otherwise the path of the daemon's own read-only copy.
     method GetAttachment(sha256: string, maxInline: ?int) -> (sha256: string, size: int, data: ?string, path: ?string)
 
-    # The versions of a record that lost a merge, newest first.
+    # The versions of a record that lost a merge, newest first, as many as fit in one message.
     method Conflicts(space: ?string, entity: string, id: string) -> (versions: []LosingVersion)
 
     # Makes a losing version current again, as a new version that wins everywhere.

@@ -114,6 +114,8 @@ struct EngineAPI: Sendable {
         let store = self.store
         let entries = try await run { () throws(FerryError) in try store.outbox(space: space, limit: limit) }
         var out: [JSONValue] = []
+        // Outbox has no paging: entries stop where one more would not fit in one message.
+        var bytes = #"{"entries":[]}"#.utf8.count
         for e in entries where !errorsOnly || e.deliveries.contains(where: { $0.error != nil }) {
             let deliveries: [JSONValue] = e.deliveries.map { d in
                 var o: [String: JSONValue] = ["transport": .string(d.transport)]
@@ -122,10 +124,13 @@ struct EngineAPI: Sendable {
                 if let s = d.errorStamp { o["errorHlc"] = .string(s.text) }
                 return .object(o)
             }
-            out.append(.object([
+            let entry = JSONValue.object([
                 "space": .string(e.space), "entity": .string(e.entity), "id": .string(e.id), "hlc": .string(e.hlc.text),
                 "seq": .int(e.seq), "queuedAt": .int(e.queuedAt), "deliveries": .array(deliveries),
-            ]))
+            ])
+            bytes += JSONWriter.serialize(entry).count + 1
+            if bytes > StoreAPI.maxReplyBytes { break }
+            out.append(entry)
         }
         return ["entries": .array(out)]
     }

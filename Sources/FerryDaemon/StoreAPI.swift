@@ -17,6 +17,13 @@ struct StoreAPI: Sendable {
     /// The largest attachment moved inline (base64) in one message.
     static let maxInlineAttachment = 8 << 20
 
+    /// The most bytes of reply parameters one reply may take: Varlink's 16 MiB message cap
+    /// (the server's and every client's default) less room for the envelope. A write whose
+    /// reply would not fit is refused before it is written, never committed and then answered
+    /// with a message the client must drop; replies without paging (Conflicts, Outbox) stop
+    /// before the item that would not fit.
+    static let maxReplyBytes = (16 << 20) - (64 << 10)
+
     var methods: [String: VarlinkMethod] {
         [
             // Writes are batched: every write that arrives in one turn of the server's event
@@ -44,6 +51,8 @@ struct StoreAPI: Sendable {
         var operation: Store.WriteOperation
         var payloads: [[String: JSONValue]?]
         var reply: Reply
+        /// Set when the write is refused before it reaches the store.
+        var refusal: VarlinkError? = nil
     }
 
     /// A payload the API parsed, serialized canonically; well formed by construction when it is
@@ -109,7 +118,27 @@ struct StoreAPI: Sendable {
             requests.append(request(entity: o["entity"]?.stringValue ?? "", id: o["id"]?.stringValue,
                                     payload: payload, attachments: o.stringArray("attachments")))
         }
-        return PendingWrite(operation: .put(space: p.space, requests), payloads: payloads, reply: .many)
+        var pending = PendingWrite(operation: .put(space: p.space, requests), payloads: payloads, reply: .many)
+        if Self.putManyReplyBytes(space: p.space, requests) > Self.maxReplyBytes {
+            pending.refusal = ErrorMapping.invalidArgument(
+                "records", "the reply to these \(requests.count) records would exceed Varlink's 16 MiB message cap: write them in smaller batches")
+        }
+        return pending
+    }
+
+    /// An upper bound on the bytes of PutMany's reply to `requests` (records without payloads),
+    /// known before anything is written: the fixed fields at their longest, each id as it will
+    /// be escaped (a generated one is a 36-character UUID; 64 are allowed), each attachment
+    /// reference, entity and space (valid names, never escaped).
+    static func putManyReplyBytes(space: String, _ requests: [PutRequest]) -> Int {
+        // {"attachments":[],"deleted":false,"entity":"","hlc":"<46>","id":"","seq":<19>,"space":""},
+        let fixed = 147
+        var total = #"{"records":[]}"#.utf8.count
+        for r in requests {
+            let id = r.id.map { id in id.utf8.count + id.utf8.count(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) } ?? 64
+            total += fixed + id + r.entity.utf8.count + space.utf8.count + r.attachments.count * 67
+        }
+        return total
     }
 
     func deleteOperation(_ call: VarlinkCall) -> PendingWrite {
@@ -121,9 +150,10 @@ struct StoreAPI: Sendable {
     /// Runs a turn's writes in one transaction and shapes each reply (written straight to
     /// bytes: Put echoes the stored payload text, PutMany no payloads).
     func write(_ pending: [PendingWrite]) -> [Result<VarlinkReplyParameters, VarlinkError>] {
-        let results = store.perform(pending.map(\.operation))
-        return zip(pending, results).map { item, result in
-            switch result {
+        var results = store.perform(pending.filter { $0.refusal == nil }.map(\.operation)).makeIterator()
+        return pending.map { item in
+            if let refusal = item.refusal { return .failure(refusal) }
+            switch results.next()! {
             case .failure(let error):
                 if case .storage = error { logger.error(error.description) }
                 return .failure(ErrorMapping.varlink(error))
@@ -337,12 +367,18 @@ struct StoreAPI: Sendable {
         let spaceName = space
         let losers = try now { () throws(FerryError) in try store.conflicts(space: space, entity: entity, id: id) }
         var out: [JSONValue] = []
+        // Conflicts has no paging: the newest versions that fit in one message (all of them at
+        // the default ConflictHistory of 10 and payloads of at most 1 MiB).
+        var bytes = #"{"versions":[]}"#.utf8.count
         for loser in losers {
             let record = Record(space: spaceName, version: loser.version, seq: 0)
-            out.append(.object([
+            let version = JSONValue.object([
                 "record": try Wire.record(record), "origin": .string(loser.origin.description),
                 "winner": .string(loser.winner.text), "lostAt": .int(loser.lostAt),
-            ]))
+            ])
+            bytes += JSONWriter.serialize(version).count + 1
+            if bytes > Self.maxReplyBytes { break }
+            out.append(version)
         }
         return .values(["versions": .array(out)])
     }

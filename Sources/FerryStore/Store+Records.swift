@@ -12,9 +12,26 @@ extension Store {
 
     /// A page of `list`.
     public struct Page: Sendable {
+        /// At most `limit` records, and fewer when they are large (see `maxPageBytes`); at
+        /// least one whenever any remain after `after`.
         public var records: [Record]
-        /// Pass as `after` to read the next page; nil on the last page.
+        /// Pass as `after` to read the next page; present whenever more records remain, nil on
+        /// the last page.
         public var next: String?
+    }
+
+    /// The most bytes of record text (payload, attachment references, entity and id, see
+    /// `pageBytes(of:)`) one page of `list` or `changes` holds, whatever its record limit: a
+    /// page stops before the record that would go past it, unless that record is its first.
+    /// 8 MiB keeps a page's reply well under Varlink's 16 MiB message cap, envelope included,
+    /// while a single record (payload at most 1 MiB by default) always fits.
+    public static let maxPageBytes = 8 << 20
+
+    /// What `record` counts against `maxPageBytes`: its payload and attachment references as
+    /// sent, its entity and id, and a fixed allowance for the other fields of its wire form.
+    public static func pageBytes(of record: Record) -> Int {
+        (record.payload?.utf8.count ?? 0) + record.attachments.count * 67
+            + record.entity.utf8.count + record.id.utf8.count + 128
     }
 
     // MARK: Local writes
@@ -207,14 +224,20 @@ extension Store {
         }
     }
 
-    /// A page of the records of one entity kind.
+    /// A page of the records of one entity kind: at most `limit` records and at most
+    /// `maxBytes` of record text (`pageBytes(of:)`), but always at least one record when any
+    /// remain, so that a page of large records is shorter than `limit` and still moves on.
+    /// `next` is set whenever records remain after the page.
     /// - Parameters:
     ///   - after: the `next` of the previous page.
     ///   - limit: 1 to 1,000 records.
     ///   - where: payload fields that must equal the given JSON scalars (top-level keys).
+    ///   - maxBytes: the byte budget of the page (default `maxPageBytes`).
+    /// - Throws: `invalidEntity`, `spaceNotFound`, `storage`.
     public func list(space: String = Store.privateSpace, entity: String, after: String? = nil, limit: Int = 100,
                      includeDeleted: Bool = false, order: ListOrder = .id,
-                     where filters: [(field: String, value: FilterValue)] = []) throws(FerryError) -> Page {
+                     where filters: [(field: String, value: FilterValue)] = [],
+                     maxBytes: Int = Store.maxPageBytes) throws(FerryError) -> Page {
         guard Names.isValidName(entity) else { throw .invalidEntity(String(entity.prefix(80))) }
         let sid = try catalog.sid(space)
         let limit = min(max(limit, 1), 1000)
@@ -245,14 +268,20 @@ extension Store {
             }
             statement.bind(i, limit + 1)
             var records: [Record] = []
+            var bytes = 0
+            var more = false
             while try statement.step() {
+                // A row past the limit or the budget only tells that more remain.
+                if records.count == limit { more = true; break }
                 let (version, seq) = try Reader.version(statement)
-                records.append(Record(space: space, version: version, seq: seq))
+                let record = Record(space: space, version: version, seq: seq)
+                let size = Store.pageBytes(of: record)
+                if !records.isEmpty && bytes + size > maxBytes { more = true; break }
+                bytes += size
+                records.append(record)
             }
             var next: String?
-            if records.count > limit {
-                records.removeLast()
-                let last = records[records.count - 1]
+            if more, let last = records.last {
                 next = order == .id ? last.id : last.hlc.text + "|" + last.id
             }
             return Page(records: records, next: next)
@@ -269,13 +298,18 @@ extension Store {
     }
 
     /// The changes after `since` in change-log order, each record at its current version (a
-    /// record changed several times since then appears once, at its latest change).
+    /// record changed several times since then appears once, at its latest change). A page
+    /// holds at most `maxBytes` of record text (`pageBytes(of:)`) but always at least one
+    /// record when one is read, so that large records cost bounded memory; `through` then
+    /// stops before the first record left out.
     /// - Parameters:
     ///   - spaces: only these spaces (nil: all).
     ///   - entities: only these entity kinds (nil: all).
     ///   - limit: the most change-log rows to read (1 to 10,000).
+    ///   - maxBytes: the byte budget of the page (default `maxPageBytes`).
+    /// - Throws: `spaceNotFound`, `storage`.
     public func changes(since: Int64, spaces: Set<String>? = nil, entities: Set<String>? = nil,
-                        limit: Int = 1000) throws(FerryError) -> ChangePage {
+                        limit: Int = 1000, maxBytes: Int = Store.maxPageBytes) throws(FerryError) -> ChangePage {
         var sids: Set<Int64>?
         if let spaces {
             var s = Set<Int64>()
@@ -296,14 +330,23 @@ extension Store {
             statement.bind(2, max(1, min(limit, 10_000)))
             var out: [Record] = []
             var through = since
+            var bytes = 0
             while try statement.step() {
-                through = statement.int64(8)
-                guard statement.int64(6) == through else { continue }
+                let row = statement.int64(8)
                 let sid = statement.int64(7)
-                if let sids, !sids.contains(sid) { continue }
-                if let entities, !entities.contains(statement.text(0) ?? "") { continue }
+                if statement.int64(6) != row || (sids.map { !$0.contains(sid) } ?? false)
+                    || (entities.map { !$0.contains(statement.text(0) ?? "") } ?? false) {
+                    through = row
+                    continue
+                }
                 let (version, seq) = try Reader.version(statement)
-                out.append(Record(space: catalog.name(of: sid), version: version, seq: seq))
+                let record = Record(space: catalog.name(of: sid), version: version, seq: seq)
+                let size = Store.pageBytes(of: record)
+                // Left for the next page, which starts with it.
+                if !out.isEmpty && bytes + size > maxBytes { break }
+                bytes += size
+                out.append(record)
+                through = row
             }
             return ChangePage(records: out, through: through)
         }

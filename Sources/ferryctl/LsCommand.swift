@@ -8,11 +8,12 @@ enum LsCommand: Command {
     static let synopsis = "ENTITY [--after ID] [--limit N] [--all] [--where FIELD=VALUE ...] [--order id|stamp] [--follow-pages]"
     static let summary = "list the records of an entity kind"
     static let details = """
-        Shows one page (100 records unless --limit says otherwise) and, when there are more,
-        how to ask for the next one; --follow-pages reads them all. --where keeps records whose
-        payload field equals the value: the value is JSON when it is a JSON scalar (true, 3,
-        "x", null) and a string otherwise, so done=false matches the boolean and title=milk
-        the string. With --json each page is one JSON document.
+        Shows one page (100 records unless --limit says otherwise, fewer when records are
+        large: a page stops at 8 MiB) and, when there are more, how to ask for the next one;
+        --follow-pages reads them all. --where keeps records whose payload field equals the
+        value: the value is JSON when it is a JSON scalar (true, 3, "x", null) and a string
+        otherwise, so done=false matches the boolean and title=milk the string. With --json
+        each page is one JSON document.
         """
     static let takesSpace = true
     static let options = [

@@ -280,6 +280,72 @@ import FerryVarlink
         daemon.stop()
     }
 
+    /// Records of 1 MiB payload (the default maximum): 20 of them are more than one Varlink
+    /// message (16 MiB) holds, so a List page stops at its byte budget and says `next`; every
+    /// page arrives intact and paging returns each record once, in order.
+    @Test func listPagesLargeRecordsUnderTheMessageCap() async throws {
+        let daemon = try DaemonHarness(name: "huge")
+        try daemon.start()
+        let client = try daemon.client()
+        defer { client.close() }
+
+        let text = String(repeating: "x", count: (1 << 20) - 64)
+        var ids: [String] = []
+        // Four calls of five: one call of twenty would itself exceed the message cap.
+        for batch in 0..<4 {
+            let records: [JSONValue] = (0..<5).map { k in
+                let n = batch * 5 + k
+                return ["entity": "huge", "id": .string(String(format: "H%02d", n)), "payload": ["n": .int(Int64(n)), "text": .string(text)]]
+            }
+            let reply = try await client.call("io.ferry.Store.PutMany", ["records": .array(records)])
+            ids += reply.at("records")?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+        }
+        #expect(ids.count == 20)
+
+        for order: JSONValue in ["id", "stamp"] {
+            var listed: [String] = []
+            var pages = 0
+            var after: JSONValue?
+            repeat {
+                var parameters: [String: JSONValue] = ["entity": "huge", "limit": 1000, "order": order]
+                if let after { parameters["after"] = after }
+                let page = try await client.call("io.ferry.Store.List", parameters)
+                let records = page.at("records")?.arrayValue ?? []
+                #expect(!records.isEmpty && records.allSatisfy { $0["payload"]?["text"]?.stringValue == text })
+                listed += records.compactMap { $0["id"]?.stringValue }
+                after = page.at("next")
+                pages += 1
+            } while after != nil && pages < 40
+            #expect(listed == ids, "\(order)")
+            #expect(pages > 2, "20 MiB of records take at least three pages of at most 8 MiB: \(pages)")
+        }
+        // The connection is still good after the large replies.
+        let one = try await client.call("io.ferry.Store.Get", ["entity": "huge", "id": "H07"])
+        #expect(one.at("record", "payload", "n") == 7)
+        #expect(daemon.stop() == 0)
+    }
+
+    /// A PutMany whose reply (records without payloads) could not fit in one message is refused
+    /// before anything is written, not committed and answered with a message the client drops.
+    @Test func putManyWhoseReplyWouldNotFitIsRefusedUnwritten() async throws {
+        let daemon = try DaemonHarness(config: "[Store]\nDurability=normal\nMaxBatch=100000\n", name: "bigbatch")
+        try daemon.start()
+        let client = try daemon.client()
+        defer { client.close() }
+
+        // 100,000 small records: a request of about 4 MiB, a reply of about 18 MiB.
+        let records: [JSONValue] = (0..<100_000).map { _ in ["entity": "tiny", "payload": [:]] }
+        await expectRemoteError("io.ferry.Store.InvalidArgument") {
+            _ = try await client.call("io.ferry.Store.PutMany", ["records": .array(records)])
+        }
+        let listed = try await client.call("io.ferry.Store.List", ["entity": "tiny"])
+        #expect(listed.at("records")?.arrayValue?.isEmpty == true, "nothing was written")
+        // Half as many fit, and are written.
+        let half = try await client.call("io.ferry.Store.PutMany", ["records": .array(Array(records.prefix(50_000)))])
+        #expect(half.at("records")?.arrayValue?.count == 50_000)
+        #expect(daemon.stop() == 0)
+    }
+
     @Test func sighupReloadsTheLogLevel() async throws {
         let daemon = try DaemonHarness(config: "[Daemon]\nLogLevel=info\n", name: "reload")
         try daemon.start()

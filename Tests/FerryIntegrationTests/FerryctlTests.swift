@@ -62,6 +62,36 @@ import Testing
         #expect(withDeleted.lines.last?.split(separator: " ").suffix(2) == ["yes", "-"], "\(withDeleted)")
     }
 
+    /// `ls` of records with 1 MiB payloads: the daemon's pages stop at their byte budget, so
+    /// the first page answers (with the hint for the next) and --follow-pages lists all twenty
+    /// once, in order, across pages shorter than --limit.
+    @Test func lsListsLargeRecordsAcrossShortPages() async throws {
+        let (daemon, ctl) = try Self.start("ctl-huge")
+        defer { daemon.stop() }
+        let client = try daemon.client()
+        let text = String(repeating: "y", count: (1 << 20) - 64)
+        for batch in 0..<4 {
+            let records: [JSONValue] = (0..<5).map { k in
+                ["entity": "huge", "id": .string(String(format: "H%02d", batch * 5 + k)), "payload": ["text": .string(text)]]
+            }
+            _ = try await client.call("io.ferry.Store.PutMany", ["records": .array(records)])
+        }
+        client.close()
+
+        let first = try ctl.run(["ls", "huge"])
+        #expect(first.status == 0, "\(first.status) \(first.stderr)")
+        #expect(first.stderr.contains("more records: ferryctl ls huge --after H"), "\(first.stderr)")
+        let rows = first.lines.count - 1
+        #expect(rows >= 1 && rows < 20, "one short page: \(rows) records")
+
+        let all = try ctl.run(["ls", "huge", "--limit", "1000", "--follow-pages", "--json"])
+        #expect(all.status == 0, "\(all.status) \(all.stderr)")
+        let pages = try all.lines.map { try JSONParser.parse($0) }
+        let ids = pages.flatMap { $0["records"]?.arrayValue ?? [] }.compactMap { $0["id"]?.stringValue }
+        #expect(ids == (0..<20).map { String(format: "H%02d", $0) })
+        #expect(pages.count > 2 && pages.dropLast().allSatisfy { $0["next"] != nil } && pages.last?["next"] == nil)
+    }
+
     @Test func exitCodesForErrors() throws {
         let (daemon, ctl) = try Self.start("ctl-errors")
 

@@ -39,6 +39,8 @@ final class ChangeFeed: Sendable {
         var items: [Item] = []
         var start: Int64
         var through: Int64
+        /// The encoded size of `items`.
+        var bytes = 0
         var live: [UInt64: Live] = [:]
         var nextLiveID: UInt64 = 0
     }
@@ -46,8 +48,10 @@ final class ChangeFeed: Sendable {
     private let state: Mutex<State>
     private let store: Store
     private let hub: WatchHub
-    /// The most changes kept.
+    /// The most changes kept, and the most bytes of them: a burst of large records must not
+    /// hold gigabytes (8,192 records of 1 MiB); watchers further behind read the store.
     static let capacity = 8192
+    static let maxBytes = 32 << 20
 
     init(store: Store, hub: WatchHub) {
         self.store = store
@@ -165,15 +169,28 @@ final class ChangeFeed: Sendable {
                 bytes += Array(#","record":"#.utf8)
                 Wire.append(record, payloadText: record.payload, to: &bytes)
                 bytes.append(UInt8(ascii: "}"))
-                s.items.append(Item(seq: record.seq, space: record.space, entity: record.entity,
-                                    reply: VarlinkEncodedReply(parametersJSON: bytes)))
+                let item = Item(seq: record.seq, space: record.space, entity: record.entity,
+                                reply: VarlinkEncodedReply(parametersJSON: bytes))
+                s.bytes += item.reply.size
+                s.items.append(item)
             }
             s.through = page.through
+            trim(&s)   // page by page, so a long backlog never sits in memory whole
         }
-        if s.items.count > Self.capacity {
-            let drop = s.items.count - Self.capacity
-            s.start = s.items[drop - 1].seq
-            s.items.removeFirst(drop)
+    }
+
+    /// Drops the oldest changes beyond `capacity` or `maxBytes`.
+    private func trim(_ s: inout State) {
+        var drop = max(0, s.items.count - Self.capacity)
+        var bytes = s.bytes
+        for i in 0..<drop { bytes -= s.items[i].reply.size }
+        while bytes > Self.maxBytes && drop < s.items.count {
+            bytes -= s.items[drop].reply.size
+            drop += 1
         }
+        guard drop > 0 else { return }
+        s.start = s.items[drop - 1].seq
+        s.items.removeFirst(drop)
+        s.bytes = bytes
     }
 }

@@ -149,7 +149,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 throw problem("ImmutableEntities= lists entity names ([a-z][a-z0-9_.-]{0,63}); \"\(name.prefix(64))\" is not one")
             }
             immutableEntities = Set(names)
-        case ("Store", "MaxPayloadBytes"): maxPayloadBytes = try int(2 ... 16 << 20)
+        case ("Store", "MaxPayloadBytes"): maxPayloadBytes = try int(2 ... 8 << 20)
         case ("Store", "MaxBatch"): maxBatch = try int(1 ... 100_000)
         case ("Store", "ConflictHistory"): conflictHistory = try int(0 ... 1000)
         case ("Store", "MaxDriftSeconds"): maxDriftSeconds = try int(1 ... 86_400)

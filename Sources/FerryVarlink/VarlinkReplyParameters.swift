@@ -34,6 +34,9 @@ public enum VarlinkReplyParameters: Sendable {
 public struct VarlinkEncodedReply: Sendable {
     let bytes: [UInt8]
 
+    /// Its size on the wire, in bytes.
+    public var size: Int { bytes.count }
+
     /// - Parameter parametersJSON: the bytes of one valid JSON object.
     public init(parametersJSON: [UInt8]) {
         var bytes: [UInt8] = []

@@ -12,7 +12,9 @@ public enum Backoff {
             (base, cap) = (5, 300)
         case .transport(.unauthorized): (base, cap) = (60, 3600)
         case .transport(.quotaExceeded): (base, cap) = (60, 3600)
-        case .transport(.unavailable): (base, cap) = (1, 300)
+        // Short: a host that is back (a relay restarted, a network that returned) should be
+        // used again within seconds, and a failed connection attempt costs next to nothing.
+        case .transport(.unavailable): (base, cap) = (1, 30)
         case .transport(.rejected): (base, cap) = (30, 3600)
         // Only when starting over failed locally; the engine otherwise starts over at once.
         case .transport(.hostLostData): (base, cap) = (1, 60)

@@ -165,9 +165,14 @@ public enum Daemon {
         let engineTask = Task { await engine.run() }
         await sync.reconcile()
         let stats = try? store.stats()
+        if let old = store.replacedNodeID {
+            logger.notice("this state directory was last used on another machine (its machine id differs): this device "
+                + "is now node \(store.nodeID) instead of \(old), so it and the machine it was copied from sync as two "
+                + "devices", ["node": store.nodeID.description])
+        }
         logger.info("ferryd \(FerryVersion.string) ready: node \(store.nodeID), \(stats?.records ?? 0) records, socket \(socketDescription)",
                     ["node": store.nodeID.description])
-        SystemdNotifier.ready(status: (stats?.outbox ?? 0) == 0 ? "idle, nothing pending" : "idle, \(stats!.outbox) changes pending")
+        SystemdNotifier.ready(status: stats.map { EngineLoop.status(state: "idle", stats: $0) } ?? "idle")
 
         for await signal in signals.stream {
             if signal == SIGHUP {

@@ -24,6 +24,11 @@ public final class Store: @unchecked Sendable {
     public let configuration: StoreConfiguration
     /// This device's node id, the last field of every stamp it issues.
     public let nodeID: NodeID
+    /// The node id the store had until this open found it on another machine than the one it
+    /// was made or last opened on (its state directory was copied or restored there), if so.
+    /// The copy then takes a new node id, so that two devices never write and skip changes as
+    /// one (they would share one folder directory and ignore each other's relay events).
+    public let replacedNodeID: NodeID?
     let catalog: Catalog
     let queue: WriteQueue
     /// Point lookups, pages and the change log: quick reads.
@@ -54,13 +59,14 @@ public final class Store: @unchecked Sendable {
             let db = try Database(path: configuration.databasePath)
             try Store.configure(db, configuration)
             try Store.migrate(db, path: configuration.databasePath)
-            let (node, clockState) = try Store.engineState(db, configuration)
+            let (node, replaced, clockState) = try Store.engineState(db, configuration)
             try Store.ensurePrivateSpace(db, now: configuration.wallClock())
             catalog.load(try Store.loadSpaces(db))
             let lastSeq = try db.scalarInt("SELECT max(seq) FROM changes") ?? 0
             let clock = HybridClock(node: node, last: clockState, maxDriftMillis: configuration.maxDriftMillis,
                                     wallClock: configuration.wallClock)
             nodeID = node
+            replacedNodeID = replaced
             // Checkpoints run on their own thread, off the commit path.
             try db.execute("PRAGMA wal_autocheckpoint = 0")
             try db.execute("PRAGMA journal_size_limit = \(64 << 20)")
@@ -132,17 +138,34 @@ public final class Store: @unchecked Sendable {
         }
     }
 
-    static func engineState(_ db: Database, _ config: StoreConfiguration) throws -> (NodeID, Stamp?) {
+    static func engineState(_ db: Database, _ config: StoreConfiguration) throws -> (NodeID, replaced: NodeID?, Stamp?) {
         let get = try db.prepare("SELECT value FROM engine_state WHERE key = ?")
-        get.bind(1, "node_id")
-        var node: NodeID?
-        if try get.step(), let text = get.text(0) { node = NodeID(hex: text) }
-        get.reset()
+        func value(_ key: String) throws -> String? {
+            defer { get.reset() }
+            get.bind(1, key)
+            return try get.step() ? get.text(0) : nil
+        }
+        let put = try db.prepare("INSERT OR REPLACE INTO engine_state (key, value) VALUES (?, ?)")
+        func set(_ key: String, _ text: String) throws {
+            defer { put.reset() }
+            put.bind(1, key); put.bind(2, text)
+            try put.run()
+        }
+        var node = try value("node_id").flatMap { NodeID(hex: $0) }
+        var replaced: NodeID?
+        let machine = config.machineID()
+        if let machine {
+            let known = try value("machine_id")
+            if let known, known != machine, let old = node {
+                // The state directory was copied to (or restored on) another machine.
+                replaced = old
+                node = nil
+            }
+            if known != machine { try set("machine_id", machine) }
+        }
         if node == nil {
             let fresh = NodeID(config.random64())
-            let put = try db.prepare("INSERT OR REPLACE INTO engine_state (key, value) VALUES ('node_id', ?)")
-            put.bind(1, fresh.description)
-            try put.run()
+            try set("node_id", fresh.description)
             node = fresh
         }
         get.bind(1, "clock")
@@ -152,7 +175,7 @@ public final class Store: @unchecked Sendable {
         // The saved value is the clock's ceiling (see `Writer.clockCeiling`), written in the
         // transaction whose stamps reached the previous one, so it is never behind a stamp this
         // store holds or issued.
-        return (node!, clock)
+        return (node!, replaced, clock)
     }
 
     static func ensurePrivateSpace(_ db: Database, now: Int64) throws {

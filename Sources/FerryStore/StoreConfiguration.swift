@@ -38,6 +38,9 @@ public struct StoreConfiguration: Sendable {
     public var newID: @Sendable () -> String = { RecordIDGenerator.shared.next() }
     /// A random 64-bit value, used once for the node id of a new store.
     public var random64: @Sendable () -> UInt64 = { UInt64.random(in: 1 ... .max) }
+    /// This machine's id (default: `/etc/machine-id`; nil where there is none). A store opened
+    /// on another machine than the last time takes a new node id (see `Store.replacedNodeID`).
+    public var machineID: @Sendable () -> String? = { StoreConfiguration.systemMachineID() }
 
     public init(directory: String) {
         self.directory = directory
@@ -45,4 +48,11 @@ public struct StoreConfiguration: Sendable {
 
     var databasePath: String { directory + "/ferry.db" }
     var attachmentsPath: String { directory + "/attachments" }
+
+    /// The contents of `/etc/machine-id` (32 hex digits), or nil.
+    public static func systemMachineID() -> String? {
+        guard let data = FileManager.default.contents(atPath: "/etc/machine-id"), data.count < 256 else { return nil }
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.isEmpty || text == "uninitialized" ? nil : text
+    }
 }

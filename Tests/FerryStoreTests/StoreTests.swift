@@ -1,5 +1,6 @@
 import FerryTestSupport
 import Foundation
+import Synchronization
 import Testing
 @testable import FerryModel
 @testable import FerryStore
@@ -160,6 +161,37 @@ import FerrySQLite
         let store = try makeStore(dir, wall: wall)
         let after = try store.put(entity: "a", id: "reopened", payload: "{}")
         #expect(after.hlc > last.hlc)
+    }
+
+    /// A state directory opened on another machine (copied or restored there) takes a new node
+    /// id, so the copy and the original sync as two devices; reopening on the same machine, or
+    /// where no machine id is known, keeps it.
+    @Test func aStoreOpenedOnAnotherMachineTakesANewNodeID() throws {
+        let dir = TempDir()
+        let machine = Mutex<String?>("aaaa")
+        var seed: UInt64 = 1
+        func open() throws -> Store {
+            seed += 1
+            let next = seed
+            return try makeStore(dir) { config in
+                config.machineID = { machine.withLock { $0 } }
+                config.random64 = { next }
+            }
+        }
+        let first = try open().nodeID
+        let same = try open()
+        #expect(same.nodeID == first && same.replacedNodeID == nil)
+        let record = try same.put(entity: "a", id: "1", payload: "{}")
+        machine.withLock { $0 = "bbbb" }
+        let moved = try open()
+        #expect(moved.nodeID != first)
+        #expect(moved.replacedNodeID == first)
+        #expect(try moved.get(entity: "a", id: "1")?.hlc == record.hlc)   // the data stays
+        #expect(try moved.put(entity: "a", id: "2", payload: "{}").hlc.node == moved.nodeID)
+        machine.withLock { $0 = nil }   // no machine id: nothing to compare
+        #expect(try open().nodeID == moved.nodeID)
+        machine.withLock { $0 = "bbbb" }
+        #expect(try open().replacedNodeID == nil)
     }
 
     @Test func immutableKindsRefuseLocalChanges() throws {

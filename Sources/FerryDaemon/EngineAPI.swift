@@ -112,11 +112,11 @@ struct EngineAPI: Sendable {
             throw ErrorMapping.invalidArgument("limit", "limit is 1 to 100000", interface: EngineInterface.name)
         }
         let store = self.store
-        let entries = try await run { () throws(FerryError) in try store.outbox(space: space, limit: limit) }
+        let entries = try await run { () throws(FerryError) in try store.outbox(space: space, errorsOnly: errorsOnly, limit: limit) }
         var out: [JSONValue] = []
         // Outbox has no paging: entries stop where one more would not fit in one message.
         var bytes = #"{"entries":[]}"#.utf8.count
-        for e in entries where !errorsOnly || e.deliveries.contains(where: { $0.error != nil }) {
+        for e in entries {
             let deliveries: [JSONValue] = e.deliveries.map { d in
                 var o: [String: JSONValue] = ["transport": .string(d.transport)]
                 if let a = d.acknowledged { o["acknowledged"] = .string(a.text) }

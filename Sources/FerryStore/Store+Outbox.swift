@@ -222,16 +222,19 @@ extension Store {
     }
 
     /// The outbox: every queued record with each transport's state (errors included).
-    public func outbox(space: String? = nil, limit: Int = 1000) throws(FerryError) -> [OutboxEntry] {
+    public func outbox(space: String? = nil, errorsOnly: Bool = false, limit: Int = 1000) throws(FerryError) -> [OutboxEntry] {
         let catalog = self.catalog
         var sid: Int64?
         if let space { sid = try catalog.sid(space) }
         return try read("reading the outbox", slow: true) { db in
+            // With errorsOnly the filter is in the query, so `limit` counts entries with errors.
             let statement = try db.prepare("""
                 SELECT o.rid, o.sid, r.entity, r.id, o.hlc, o.seq, o.queued_at FROM outbox o JOIN records r ON r.rid = o.rid
-                WHERE ?1 IS NULL OR o.sid = ?1 ORDER BY o.seq LIMIT ?2
+                WHERE (?1 IS NULL OR o.sid = ?1)
+                  AND (?3 = 0 OR EXISTS (SELECT 1 FROM outbox_delivery d WHERE d.rid = o.rid AND d.error IS NOT NULL))
+                ORDER BY o.seq LIMIT ?2
                 """)
-            statement.bind(1, sid); statement.bind(2, limit)
+            statement.bind(1, sid); statement.bind(2, limit); statement.bind(3, errorsOnly)
             let deliveries = try db.cached(
                 "SELECT transport, acked_hlc, error, error_hlc FROM outbox_delivery WHERE rid = ? ORDER BY transport")
             var out: [OutboxEntry] = []

@@ -78,6 +78,21 @@ import Testing
         #expect(try store.pending(transport: "relay").map(\.version.id) == ["N"])
     }
 
+    /// Entries with errors are found however far back in the outbox they are: `limit` counts
+    /// them, not every entry.
+    @Test func errorsOnlyCountsEntriesWithErrorsAgainstTheLimit() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.addTransport(name: "relay", kind: "relay")
+        for i in 0..<20 { _ = try store.put(entity: "note", id: "N\(i)", payload: "{}") }
+        let late = try store.put(entity: "note", id: "late", payload: "{}")
+        try store.reject(transport: "relay", key: late.version.key, hlc: late.hlc, error: "too large for the host")
+        #expect(try store.outbox(limit: 5).count == 5)
+        let errors = try store.outbox(errorsOnly: true, limit: 5)
+        #expect(errors.map(\.id) == ["late"])
+        #expect(errors.first?.deliveries.first?.error == "too large for the host")
+    }
+
     @Test func acknowledgementsOfUnconfiguredTransportsDoNotPrune() throws {
         let dir = TempDir()
         let store = try makeStore(dir)

@@ -81,7 +81,7 @@ public enum Daemon {
             case .debug: logger.debug(message, fields)
             }
         }, makeTransport: { info, keys, node throws(TransportFailure) in
-            try TransportConfiguration.transport(info, keys: keys, device: node)
+            try TransportConfiguration.transport(info, keys: keys, device: node, store: store)
         })
         store.setCommitObserver { seq in
             hub.committed(seq)

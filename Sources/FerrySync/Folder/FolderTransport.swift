@@ -14,7 +14,10 @@ import Synchronization
 /// order, half-written, duplicated as conflict copies, or deleted.
 ///
 /// The transport never creates `PATH` itself: a missing folder (unmounted) or a read-only one
-/// fails with `.unavailable` and shows in `status()`.
+/// fails with `.unavailable` and shows in `status()`. Files this device wrote that are gone
+/// from an existing `PATH` (deleted by a user or the sync tool) fail a push or pull with
+/// `.hostLostData`, so the engine writes everything again (see `checkOwnFiles`); a seq is
+/// never used twice, as the writer remembers the ones it used outside the folder (`keeper`).
 public final class FolderTransport: Transport {
     public let name: String
     /// The synced folder the user chose.

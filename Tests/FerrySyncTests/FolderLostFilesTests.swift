@@ -135,6 +135,23 @@ import Testing
         #expect(try await t.push(batches(1, from: 50)[0]) == [.accepted, .accepted])
     }
 
+    @Test mutating func theFirstPullRemembersTheSeqsOnDisk() async throws {
+        // Written by a build that kept nothing outside the folder (an upgrade).
+        _ = try await writer(.inMemory()).push(batches(1)[0])
+        _ = try await writer(.inMemory()).push(batches(1, from: 10)[0])
+        let keeper = FolderTransport.StateKeeper.inMemory()
+        var t = writer(keeper)
+        _ = try await t.pull(after: nil, limit: 10, wait: .zero)
+        #expect(try keeper.load(t.stateKey).map { try FolderWriterState(parsing: $0).high } == 2)
+        // Cleared before it ever pushed again: still found, and seqs 1 and 2 are not used again.
+        try FileManager.default.removeItem(atPath: a.path + "/ferry-v1")
+        t = writer(keeper)
+        let lost = await #expect(throws: TransportFailure.self) { try await t.push(batches(1, from: 20)[0]) }
+        #expect(lost?.kind == "host-lost-data")
+        _ = try await t.push(batches(1, from: 30)[0])
+        #expect(seqs(a.path).allSatisfy { $0 > 2 } && !seqs(a.path).isEmpty)
+    }
+
     @Test mutating func anUnmountedFolderIsNotALoss() async throws {
         let keeper = FolderTransport.StateKeeper.inMemory()
         let t = writer(keeper)

@@ -124,7 +124,8 @@ extension FolderTransport {
     }
 
     /// For a pull after `cursor`: checks this device's own files (best effort: a folder that
-    /// cannot be written is still read), and that the cursor is of the current epoch. A cursor
+    /// cannot be written is still read) and reads them once (so their seqs are remembered),
+    /// and checks that the cursor is of the current epoch. A cursor
     /// made before the writer last found its files lost means the engine has not started the
     /// transport over since (it crashed in between): `.hostLostData` again. Returns the epoch
     /// for the new cursor; nil when the state cannot be read (the cursor keeps its own).
@@ -135,6 +136,9 @@ extension FolderTransport {
             } catch {
                 if case .hostLostData = error { throw error }
             }
+            // Read once, so the seqs on disk are remembered before anything can delete them
+            // (a device that only reads, or a first start after an upgrade).
+            if w.log == nil { _ = try? openOwnLog(&w) }
             guard let state = w.state else { return nil }
             if let cursor, !cursor.isEmpty, progress.epoch != state.epoch {
                 let found = health.withLock { $0.lastLoss }

@@ -182,7 +182,7 @@ public final class FolderTransport: Transport {
     /// wrote is gone (`checkOwnFiles`, which throws `.hostLostData` if one is).
     /// Any failure forgets the log: a folder that comes back may hold other files, and the
     /// directory's inode number alone may be reused.
-    private func openOwnLog(_ w: inout Writer) throws(TransportFailure) -> FolderOwnLog {
+    func openOwnLog(_ w: inout Writer) throws(TransportFailure) -> FolderOwnLog {
         do {
             try makeOwnDirectory()
             try checkOwnFiles(&w)

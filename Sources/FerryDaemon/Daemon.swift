@@ -80,7 +80,7 @@ public enum Daemon {
             case .debug: logger.debug(message, fields)
             }
         }, makeTransport: { info, keys, node throws(TransportFailure) in
-            try TransportConfiguration.transport(info, keys: keys, device: node)
+            try TransportConfiguration.transport(info, keys: keys, device: node, store: store)
         })
         let engine = EngineLoop(store: store, logger: logger, watchdogTimeout: SystemdNotifier.watchdogTimeout) {
             EngineState.summary(sync.health, paused: sync.isPaused)

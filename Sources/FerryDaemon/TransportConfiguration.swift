@@ -71,12 +71,13 @@ enum TransportConfiguration {
         existing.kind == kind && location(of: existing) == location(ofConfig: config)
     }
 
-    /// Builds the transport a kept configuration describes.
-    static func transport(_ info: TransportInfo, keys: OwnerKeys, device: NodeID) throws(TransportFailure) -> any Transport {
+    /// Builds the transport a kept configuration describes. A folder transport keeps what it
+    /// remembers about its own files in `store` (progress values of its space).
+    static func transport(_ info: TransportInfo, keys: OwnerKeys, device: NodeID, store: Store) throws(TransportFailure) -> any Transport {
         switch info.kind {
         case "folder":
             guard let path = location(of: info) else { throw .rejected("the folder transport \(info.name) has no path; add it again") }
-            return FolderTransport(name: info.name, path: path, owner: keys.owner, device: device)
+            return FolderTransport(name: info.name, path: path, owner: keys.owner, device: device, keeper: folderKeeper(store, space: info.space))
         case "relay":
             guard let location = location(of: info), let url = URL(string: location), let token = token(of: info) else {
                 throw .rejected("the relay transport \(info.name) has no URL or token; add it again")
@@ -85,5 +86,21 @@ enum TransportConfiguration {
         default:
             throw .rejected("unknown transport kind \"\(info.kind)\" (this ferryd knows \(kinds.joined(separator: ", "))); remove it or update ferryd")
         }
+    }
+
+    /// A folder transport's keeper: progress values of `space` (keys `folder-writer:...`, which
+    /// starting the transport over or removing it leaves alone).
+    static func folderKeeper(_ store: Store, space: String) -> FolderTransport.StateKeeper {
+        FolderTransport.StateKeeper(
+            load: { key throws(TransportFailure) in
+                do { return try store.progress(space: space, key: key) } catch {
+                    throw .unavailable("reading what the folder transport remembers (\(key)) failed: \(error)")
+                }
+            },
+            save: { key, value throws(TransportFailure) in
+                do { try store.setProgress(space: space, key: key, value: value) } catch {
+                    throw .unavailable("saving what the folder transport remembers (\(key)) failed: \(error)")
+                }
+            })
     }
 }

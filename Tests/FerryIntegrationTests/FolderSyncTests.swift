@@ -102,6 +102,47 @@ import Testing
         #expect(try await Self.converged(devices))
     }
 
+    /// A user clears the synced folder (the sync tool deletes the files everywhere) while b is
+    /// stopped: b writes above every seq it used before (kept in its store), so a, which had
+    /// read b's old segments, gets b's new writes; both find their files lost and write
+    /// everything again, so a device joining afterwards gets every record.
+    @Test func aClearedFolderIsWrittenAgainAndReachesEveryDevice() async throws {
+        let dir = TempDir("folder-cleared")
+        let devices = try await Self.devices(2, shared: dir.path)
+        let (a, b) = (devices[0], devices[1])
+        for i in 0..<6 {
+            _ = try await a.client().put(entity: "note", id: "a\(i)", payload: ["i": .int(Int64(i))])
+            _ = try await b.client().put(entity: "note", id: "b\(i)", payload: ["i": .int(Int64(i))])
+            try await Task.sleep(for: .milliseconds(60))  // one segment each
+        }
+        #expect(try await eventually(.seconds(60)) { let ra = try await a.records().count; let rb = try await b.records().count; return ra == 12 && rb == 12 })
+        #expect(b.harness.stop() == 0)
+        // a, still running, may make its directory again while it is removed: retry, as a user
+        // would; it is the files that matter.
+        for _ in 0..<50 {
+            do { try FileManager.default.removeItem(atPath: dir.path + "/ferry-v1"); break } catch {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        #expect(!filesBelow(dir.path).contains { $0.hasSuffix(".fseg") || $0.hasSuffix(".fsnap") })
+        try b.start()
+        _ = try await b.client().put(entity: "note", id: "after", payload: ["v": 1])
+        #expect(try await eventually(.seconds(60)) { try await a.records()["after"] != nil }, "\(a.logTail)\n\(b.logTail)")
+        #expect(try await eventually(.seconds(60)) {
+            let oa = try await a.client().status().outbox
+            let ob = try await b.client().status().outbox
+            return oa == 0 && ob == 0
+        })
+        let c = try SyncDevice("c")
+        try c.start()
+        try await c.joinOwner(of: a)
+        try await c.addFolder(dir.path)
+        #expect(try await eventually(.seconds(60)) { try await c.records().count == 13 }, "\(c.logTail)")
+        #expect(try await Self.converged([a, b, c]))
+        let kinds = [try await a.transport()?.lastErrorKind, try await b.transport()?.lastErrorKind]
+        #expect(kinds.contains("host-lost-data"), "\(kinds)")
+    }
+
     /// b syncs through two folders at once, each with a full copy: a (only on the first)
     /// and c (only on the second) reach each other through b.
     @Test func severalTransportsAtOnceEachHoldAFullCopy() async throws {

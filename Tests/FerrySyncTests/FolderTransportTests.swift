@@ -213,15 +213,24 @@ import Testing
         let t = writer(path: gone)
         let batch = envelopes(2)
         _ = try await t.push(batch)
-        try FileManager.default.removeItem(atPath: gone)  // unmounted
+        try FileManager.default.moveItem(atPath: gone, toPath: a.path + "/away")  // unmounted
         let failure = await #expect(throws: TransportFailure.self) { try await t.push(envelopes(1, from: 50)) }
         guard case .unavailable(let message) = failure else { Issue.record("want .unavailable"); return }
         #expect(message.contains(gone) && message.contains("No such file or directory") && message.contains("check that it is mounted"))
         await #expect(throws: TransportFailure.self) { try await t.pull(after: nil, limit: 10, wait: .zero) }
         #expect(await t.status().state == "unavailable")
         #expect(!FileManager.default.fileExists(atPath: gone))
-        // It comes back (empty: another disk): the transport starts over there.
+        // It comes back with its files (mounted again): nothing was lost.
+        try FileManager.default.moveItem(atPath: a.path + "/away", toPath: gone)
+        #expect(try await t.push(envelopes(1, from: 60)) == [.accepted])
+        #expect(await t.status().state == "ok")
+        // It comes back empty (another disk, or the sync tool deleted what was in it): the
+        // files this device wrote are lost, which the engine is told so it writes everything
+        // again; then the transport goes on there.
+        try FileManager.default.removeItem(atPath: gone)
         try FileManager.default.createDirectory(atPath: gone, withIntermediateDirectories: false)
+        let lost = await #expect(throws: TransportFailure.self) { try await t.push(batch) }
+        #expect(lost?.kind == "host-lost-data")
         #expect(try await t.push(batch) == [.accepted, .accepted])
         #expect(await t.status().state == "ok")
     }

@@ -375,6 +375,8 @@ final class TransportRunner: Sendable {
             startOverRequest.withLock { $0 = $0 ?? why }
             return false
         }
+        // Blobs it stored may be gone with the rest: ask the host again before skipping one.
+        uploadedBlobs.withLock { $0.removeAll() }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         healthState.withLock { h in
             h.lastError = "\(TransportFailure.hostLostData(why)): started over (every record is sent again, the host is read from its beginning)"

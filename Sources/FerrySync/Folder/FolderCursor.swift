@@ -55,6 +55,9 @@ struct FolderCursor: Sendable, Equatable {
     static let maxNames = 1024
 
     var devices: [UInt64: Device] = [:]
+    /// The reading device's writer epoch when the cursor was made (`FolderWriterState.epoch`):
+    /// a cursor of an older epoch was made before this device last found its own files lost.
+    var epoch: UInt64 = 0
 
     init() {}
 
@@ -82,6 +85,7 @@ struct FolderCursor: Sendable, Equatable {
             }
             devices[id] = Device(floor: w.f, ahead: ahead, names: names, partial: partial)
         }
+        epoch = wire.w ?? 0
     }
 
     /// The compact JSON text.
@@ -95,13 +99,14 @@ struct FolderCursor: Sendable, Equatable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Encoding plain strings, integers and arrays cannot fail.
-        let data = (try? encoder.encode(Wire(v: 1, d: d))) ?? Data("{\"d\":{},\"v\":1}".utf8)
+        let data = (try? encoder.encode(Wire(v: 1, d: d, w: epoch == 0 ? nil : epoch))) ?? Data("{\"d\":{},\"v\":1}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 
     private struct Wire: Codable {
         var v: Int
         var d: [String: WireDevice]
+        var w: UInt64?
     }
 
     private struct WireDevice: Codable {

@@ -5,8 +5,11 @@ import Glibc
 /// memory stays bounded however large the file is.
 ///
 /// A file is *complete* when it holds its header's body length; a shorter one is still arriving
-/// (a torn tail): the reader returns what is complete and the offset to resume at. Damaged
-/// frames are reported through `unreadable` and skipped.
+/// (a torn tail): the reader returns what is complete and the offset to resume at. A file of
+/// full size that is not filled in yet (a sync tool that preallocates it, zero bytes, and
+/// writes the data later, in place) is still arriving too: zero bytes where a frame (or the
+/// file header) should be are waited for like a torn tail, and read again on the next scan
+/// (see `unfilled`). Only damaged frames are reported through `unreadable` and skipped.
 enum FolderFileReader {
     /// How far a scan got.
     enum Outcome: Sendable, Equatable {
@@ -42,6 +45,9 @@ enum FolderFileReader {
             header = try FolderFileHeader.decode(headerBytes[...])
         } catch {
             if case .truncated = error { return .progressed(offset: offset, finished: false) }
+            // A header not filled in yet: it ends in zeros, and so does what follows it.
+            let after = try FolderIO.read(fd, path: path, at: FolderFileHeader.encodedSize, count: 4)
+            if headerBytes.last == 0 && after.allSatisfy({ $0 == 0 }) { return .progressed(offset: offset, finished: false) }
             return .badHeader("\(label): \(error)")
         }
         if let problem = mismatch(header, expect) { return .badHeader("\(label): \(problem)") }
@@ -58,6 +64,9 @@ enum FolderFileReader {
             var refill = false
             while i < window.count && !refill {
                 switch Frame.read(window, at: i, final: final) {
+                case .frame(let payload, _) where payload.isEmpty:
+                    // "FRM1" and zeros (a length and checksum of 0): never written, not filled in yet.
+                    return .progressed(offset: pos + UInt64(i), finished: false)
                 case .frame(let payload, let next):
                     let at = pos + UInt64(i)
                     i = next
@@ -76,6 +85,9 @@ enum FolderFileReader {
                     // at the end of a file still arriving: wait for the rest.
                     refill = true
                     if pos + UInt64(window.count) >= available { return .progressed(offset: pos + UInt64(i), finished: false) }
+                case .corrupt(_, _) where unfilled(window[...], at: i):
+                    // Zeros where the frame should be: the sync tool has not written it yet.
+                    return .progressed(offset: pos + UInt64(i), finished: false)
                 case .corrupt(let reason, let resumeAt):
                     // The resync point is at most 3 bytes from the window's end when no magic
                     // follows; a final window's tail is then skipped as part of the damage.
@@ -86,6 +98,43 @@ enum FolderFileReader {
             pos += UInt64(i)
         }
         return .progressed(offset: pos, finished: complete && pos >= end)
+    }
+
+    /// The shortest run of zero bytes inside a frame taken as a region not filled in yet: a
+    /// frame's payload is a sealed envelope, whose bytes look random, so a run this long does not
+    /// occur in one.
+    static let unfilledRun = 32
+
+    /// Whether the frame that `Frame.read` found damaged at `offset` of `bytes` is a region a
+    /// sync tool has not filled in yet (zeros), to be waited for instead of skipped. Pure. True
+    /// when the rest of the frame magic, after as much of it as is right, is zero (to the end
+    /// of `bytes` if sooner); or, for a frame with its whole header, when its length is 0, or
+    /// its bytes hold `unfilledRun` zeros in a row, or it ends in a zero byte and the (up to 4)
+    /// bytes after it are zero too. Any other damage (bytes that are not zero, a length over
+    /// the limit) is not. So a hole of at least `2 * unfilledRun` zero bytes anywhere (a sync
+    /// tool fills files in blocks of kilobytes) is always waited for.
+    static func unfilled(_ bytes: ArraySlice<UInt8>, at offset: Int) -> Bool {
+        let end = bytes.endIndex
+        guard offset < end else { return false }
+        let magic = [UInt8(Frame.magic >> 24), UInt8(Frame.magic >> 16 & 0xFF), UInt8(Frame.magic >> 8 & 0xFF), UInt8(Frame.magic & 0xFF)]
+        var right = 0
+        while right < 4 && offset + right < end && bytes[offset + right] == magic[right] { right += 1 }
+        let headerEnd = min(offset + Frame.headerSize, end)
+        if right < 4 {
+            return bytes[(offset + right)..<min(offset + 4, end)].allSatisfy { $0 == 0 }
+        }
+        guard headerEnd == offset + Frame.headerSize else { return false }
+        let length = Int(BigEndian.uint32(bytes, at: offset + 4))
+        if length == 0 { return true }  // never written: a payload is an envelope
+        guard length <= Frame.maxPayloadBytes, offset + Frame.headerSize + length <= end else { return false }
+        let frameEnd = offset + Frame.headerSize + length
+        var run = 0
+        for k in offset..<frameEnd {
+            run = bytes[k] == 0 ? run + 1 : 0
+            if run >= unfilledRun { return true }
+        }
+        return frameEnd > offset + Frame.headerSize && bytes[frameEnd - 1] == 0
+            && bytes[frameEnd..<min(frameEnd + 4, end)].allSatisfy { $0 == 0 }
     }
 
     private static func mismatch(_ h: FolderFileHeader, _ e: Expectation) -> String? {

@@ -9,7 +9,9 @@ struct FolderOwnLog: Sendable {
     var directory: (device: UInt64, inode: UInt64)
     /// Event ids of every envelope in this device's segments and snapshot.
     var events: Set<EventID> = []
-    /// The highest segment seq written or superseded; the next segment is `lastSeq + 1`.
+    /// The highest segment seq written or superseded; the next segment is `lastSeq + 1`. `load`
+    /// sets it from the files; the transport then raises it to the highest seq it remembers
+    /// using (`FolderWriterState.high`), so a seq is never used twice.
     var lastSeq: UInt64 = 0
     /// This device's segments in the folder: seq to size in bytes.
     var segments: [UInt64: UInt64] = [:]

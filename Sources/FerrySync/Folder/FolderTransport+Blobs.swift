@@ -12,7 +12,7 @@ extension FolderTransport {
     }
 
     private func putBlobNow(key: BlobKey, from source: String) throws(TransportFailure) {
-        try writer.withLock { (_: inout FolderOwnLog?) throws(TransportFailure) in
+        try writer.withLock { (_: inout Writer) throws(TransportFailure) in
             try makeOwnDirectory()
             let dir = ownDirectory + "/blobs"
             do throws(FolderIOError) {

@@ -31,7 +31,9 @@ extension FolderTransport {
         }
     }
 
-    private func writeSnapshot(_ log: inout FolderOwnLog) throws(FolderIOError) {
+    /// Writes `snap-<log.lastSeq>` holding the newest envelope per stream of `log`'s files, then
+    /// removes those files; `log` then describes the snapshot alone.
+    func writeSnapshot(_ log: inout FolderOwnLog) throws(FolderIOError) {
         var latest: [StreamID: Envelope] = [:]
         var files: [(String, FolderFileHeader.Kind, UInt64)] = []
         if let snap = log.snapshot { files.append((FolderFileName.snapshotName(snap.seq), .snapshot, snap.seq)) }

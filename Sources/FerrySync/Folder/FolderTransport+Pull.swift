@@ -21,7 +21,8 @@ extension FolderTransport {
     /// `unreadable` and skipped. When nothing is new it waits for an inotify event or the poll
     /// interval, again until `wait` has passed or the task is cancelled.
     /// Throws `.rejected` for a cursor that is not this transport's, `.unavailable` when the
-    /// folder is missing.
+    /// folder is missing, `.hostLostData` when files this device wrote are gone from the folder
+    /// or were found gone since the cursor was made (see `checkOwnFiles`).
     public func pull(after cursor: String?, limit: Int, wait: Duration) async throws(TransportFailure) -> PullPage {
         var progress: FolderCursor
         do {
@@ -36,7 +37,7 @@ extension FolderTransport {
             let before = progress
             let (page, after) = try await Blocking.run { () throws(TransportFailure) in
                 var p = before
-                let page = try self.scan(&p, limit: limit)
+                let page = try self.scan(&p, limit: limit, cursor: cursor)
                 return (page, p)
             }
             progress = after
@@ -49,11 +50,12 @@ extension FolderTransport {
         }
     }
 
-    /// One pass over the folder.
-    private func scan(_ progress: inout FolderCursor, limit: Int) throws(TransportFailure) -> PullPage {
+    /// One pass over the folder, for a pull after `cursor`.
+    private func scan(_ progress: inout FolderCursor, limit: Int, cursor: String?) throws(TransportFailure) -> PullPage {
         try checkFolder()
         // Best effort, so there is a directory to watch; a read-only folder can still be read.
         try? makeOwnDirectory()
+        if let epoch = try checkBeforePull(cursor: cursor, progress: progress) { progress.epoch = epoch }
         var page = PullPage(envelopes: [], cursor: progress.text, more: false)
         // Watched before it is listed, so that a device directory made after the listing still
         // wakes the wait (watched after, one made in between would wait for the poll).

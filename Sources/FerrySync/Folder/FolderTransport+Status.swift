@@ -4,7 +4,8 @@ extension FolderTransport {
     /// The folder's state: `unavailable` (missing, not a directory), `read-only`, `corrupt-frames`
     /// (with the count and the last one seen), `compaction-failed`, or `ok`; and the figures
     /// `devices`, `segments`, `snapshots` and `bytes` over every device, plus `watch`
-    /// (`inotify` or `poll`).
+    /// (`inotify` or `poll`), and `last-lost-files` (with `last-lost-files-ms`) once this device
+    /// found files it wrote gone from the folder.
     public func status() async -> TransportStatus {
         var details: [String: String] = [:]
         do {
@@ -36,6 +37,8 @@ extension FolderTransport {
         details["corrupt-frames"] = String(h.corruptFrames)
         details["compactions"] = String(h.compactions)
         if let when = h.lastCompactionMillis { details["last-compaction-ms"] = String(when) }
+        if let lost = h.lastLoss { details["last-lost-files"] = lost }
+        if let when = h.lastLossMillis { details["last-lost-files-ms"] = String(when) }
 
         if let problem = writableProblem() {
             return TransportStatus(state: "read-only", message: "the folder \(path) is not writable: \(problem); check that it is mounted and writable", details: details)

@@ -14,7 +14,10 @@ import Synchronization
 /// order, half-written, duplicated as conflict copies, or deleted.
 ///
 /// The transport never creates `PATH` itself: a missing folder (unmounted) or a read-only one
-/// fails with `.unavailable` and shows in `status()`.
+/// fails with `.unavailable` and shows in `status()`. Files this device wrote that are gone
+/// from an existing `PATH` (deleted by a user or the sync tool) fail a push or pull with
+/// `.hostLostData`, so the engine writes everything again (see `checkOwnFiles`); a seq is
+/// never used twice, as the writer remembers the ones it used outside the folder (`keeper`).
 public final class FolderTransport: Transport {
     public let name: String
     /// The synced folder the user chose.
@@ -28,9 +31,10 @@ public final class FolderTransport: Transport {
     /// This device's directory, the only one it writes into.
     let ownDirectory: String
 
-    /// The writer's state, nil until first needed or after the folder failed; its lock also
-    /// serializes every write into the own directory.
-    let writer = Mutex<FolderOwnLog?>(nil)
+    /// The writer's state; its lock also serializes every write into the own directory.
+    let writer = Mutex(Writer())
+    /// Where the writer keeps what it remembers outside the folder (`FolderWriterState`).
+    let keeper: StateKeeper
     /// Counters and the last problem, for `status()`.
     let health = Mutex(Health())
     let watcher = FolderWatcher()
@@ -41,11 +45,27 @@ public final class FolderTransport: Transport {
         var compactionError: String?
         var lastCompactionMillis: Int64?
         var compactions = 0
+        /// Why this device's files were last found lost, and when.
+        var lastLoss: String?
+        var lastLossMillis: Int64?
     }
 
-    /// A transport over the folder at `path` for `owner`'s envelopes, writing as `device`.
-    /// Touches nothing yet; the folder is checked on each call.
-    public init(name: String, path: String, owner: OwnerID, device: NodeID, options: Options = .init()) {
+    /// What the writer holds under its lock.
+    struct Writer: Sendable {
+        /// What it read from its own directory; nil until first needed or after the folder
+        /// failed (then the next write reads the directory again).
+        var log: FolderOwnLog?
+        /// What it remembers outside the folder, nil until loaded from the keeper; and the last
+        /// value saved there.
+        var state: FolderWriterState?
+        var saved: FolderWriterState?
+    }
+
+    /// A transport over the folder at `path` for `owner`'s envelopes, writing as `device`,
+    /// remembering its own files through `keeper` (ferryd: in the store; by default only for
+    /// the life of this value). Touches nothing yet; the folder is checked on each call.
+    public init(name: String, path: String, owner: OwnerID, device: NodeID, options: Options = .init(),
+                keeper: StateKeeper = .inMemory()) {
         self.name = name
         var trimmed = path
         while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
@@ -53,25 +73,28 @@ public final class FolderTransport: Transport {
         self.owner = owner
         self.device = device
         self.options = options
+        self.keeper = keeper
         ownerDirectory = trimmed + "/ferry-v1/" + owner.description
         ownDirectory = ownerDirectory + "/" + device.description
     }
 
     /// Writes the envelopes not stored yet as one new segment, durably, before answering.
     /// Envelopes of another owner are `.rejected`; ones this device wrote before `.duplicate`.
-    /// Throws `.unavailable` when the folder is missing or not writable. May compact afterwards;
-    /// a failed compaction is reported by `status()`, not thrown.
+    /// Throws `.unavailable` when the folder is missing or not writable, and `.hostLostData`
+    /// when files this device wrote and did not remove itself are gone from the folder (see
+    /// `checkOwnFiles`): the engine then writes everything again. May compact afterwards; a
+    /// failed compaction is reported by `status()`, not thrown.
     public func push(_ batch: [Envelope]) async throws(TransportFailure) -> [PushOutcome] {
         // File writes and fsyncs block: off the cooperative pool.
         try await Blocking.run { () throws(TransportFailure) in try self.pushNow(batch) }
     }
 
     private func pushNow(_ batch: [Envelope]) throws(TransportFailure) -> [PushOutcome] {
-        try writer.withLock { (log: inout FolderOwnLog?) throws(TransportFailure) -> [PushOutcome] in
-            var current = try openOwnLog(&log)
+        try writer.withLock { (w: inout Writer) throws(TransportFailure) -> [PushOutcome] in
+            var current = try openOwnLog(&w)
             // Held only here while it changes, so its tables are changed in place, not copied;
             // a failure below leaves it nil, which makes the next push read the directory again.
-            log = nil
+            w.log = nil
             var outcomes: [PushOutcome] = []
             var body: [UInt8] = []
             var fresh: [EventID] = []
@@ -92,7 +115,8 @@ public final class FolderTransport: Transport {
                 }
             }
             guard !fresh.isEmpty else {
-                log = current
+                w.log = current
+                try saveState(&w)
                 return outcomes
             }
             let seq = current.lastSeq + 1
@@ -100,17 +124,26 @@ public final class FolderTransport: Transport {
             do throws(FolderIOError) {
                 try FolderIO.writeAtomically(header.encoded + body, dir: ownDirectory, name: FolderFileName.segmentName(seq), tempTag: tempTag())
             } catch {
-                log = nil  // read the directory again next time: it may have changed under us
-                throw unavailable(error)
+                throw unavailable(error)  // the log stays nil: read the directory again next time
             }
             current.events.formUnion(fresh)
             current.lastSeq = seq
             current.segments[seq] = UInt64(FolderFileHeader.encodedSize + body.count)
+            var state = w.state ?? FolderWriterState()
+            state.high = max(state.high, seq)
             if needsCompaction(current) {
-                log = compact(&current) ? current : nil
+                if compact(&current) {
+                    w.log = current
+                    state.base = current.lastSeq
+                    state.snapshot = current.lastSeq
+                }
             } else {
-                log = current
+                w.log = current
             }
+            w.state = state
+            // The segment is in place: a failure to remember it is thrown (the engine pushes
+            // the batch again, which is all `duplicate` and saves then).
+            try saveState(&w)
             return outcomes
         }
     }
@@ -144,27 +177,30 @@ public final class FolderTransport: Transport {
         }
     }
 
-    /// The writer's state, read from the own directory when not loaded yet or when the
-    /// directory is another one than the one it was read from.
-    /// Any failure forgets the state: a folder that comes back may hold other files, and the
+    /// The writer's log, read from the own directory when not loaded yet or when the directory
+    /// is another one than the one it was read from, after checking that no file this device
+    /// wrote is gone (`checkOwnFiles`, which throws `.hostLostData` if one is).
+    /// Any failure forgets the log: a folder that comes back may hold other files, and the
     /// directory's inode number alone may be reused.
-    private func openOwnLog(_ log: inout FolderOwnLog?) throws(TransportFailure) -> FolderOwnLog {
+    func openOwnLog(_ w: inout Writer) throws(TransportFailure) -> FolderOwnLog {
         do {
             try makeOwnDirectory()
+            try checkOwnFiles(&w)
         } catch {
-            log = nil
+            w.log = nil
             throw error
         }
         do throws(FolderIOError) {
-            if let current = log, let now = try FolderIO.kind(of: ownDirectory),
+            if let current = w.log, let now = try FolderIO.kind(of: ownDirectory),
                now.device == current.directory.device && now.inode == current.directory.inode {
                 return current
             }
-            let loaded = try FolderOwnLog.load(dir: ownDirectory, owner: owner, device: device)
-            log = loaded
+            var loaded = try FolderOwnLog.load(dir: ownDirectory, owner: owner, device: device)
+            adopt(&loaded, into: &w)
+            w.log = loaded
             return loaded
         } catch {
-            log = nil
+            w.log = nil
             throw unavailable(error)
         }
     }

@@ -162,6 +162,77 @@ import Testing
         faults.set(.pass)
     }
 
+    /// The relay restored from an older backup (the tester's report): the devices' cursors are
+    /// beyond everything it holds, and what A pushed after the backup is gone from it. The first
+    /// device to pull is refused (409 lost_data) and starts over: it reads the relay from the
+    /// start and pushes everything again, which carries the relay's numbers past the other's
+    /// old cursor; that one is refused all the same (the relay refuses every cursor from before
+    /// it found the restore), so it starts over too and skips none of the new records.
+    /// Afterwards the relay holds every record again and a device paired then gets them all.
+    @Test func aRelayRestoredFromAnOlderBackupIsFilledAgainAndSkipsNothing() async throws {
+        let (relay, a, b, owner, token) = try await Self.setUp()
+        try await Self.write(5, on: a, prefix: "old")
+        try await Self.expectExactlyOnce(relay, a, b, owner: owner, token: token, expected: 5)
+
+        // The backup: the relay stopped (its WAL checkpointed), its whole state directory copied.
+        let state = relay.root + "/state", backup = relay.root + "/backup"
+        #expect(relay.stop() == 0)
+        try FileManager.default.copyItem(atPath: state, toPath: backup)
+        try relay.start()
+        // Records put on A after the backup, which B receives: both cursors move past them.
+        try await Self.write(20, on: a, prefix: "lost")
+        try await a.client().syncNow()
+        #expect(try await eventually(.seconds(60)) { try await b.records().count == 25 })
+        #expect(try Self.relayEvents(relay, owner: owner, token: token) == 25)
+
+        // The restore: the relay holds the 5 old records again, with its old sequence numbers.
+        #expect(relay.stop() == 0)
+        try FileManager.default.removeItem(atPath: state)
+        try FileManager.default.copyItem(atPath: backup, toPath: state)
+        try relay.start()
+        #expect(try Self.relayEvents(relay, owner: owner, token: token) == 5)
+
+        // 9 new records on B, fewer than the 20 A's cursor is ahead by: without the refusal A
+        // never gets them (the tester's report).
+        try await Self.write(9, on: b, prefix: "new")
+        let expected = 34
+        let arrived = try await eventually(.seconds(90), poll: .milliseconds(200)) {
+            let onA = try await a.records().count
+            let onB = try await b.records().count
+            return onA == expected && onB == expected
+        }
+        let (onA, onB) = (try await a.records(), try await b.records())
+        if !arrived {
+            let ta = try await a.transport("relay"), tb = try await b.transport("relay")
+            Issue.record("a has \(onA.count), b \(onB.count) of \(expected); a's relay: cursor \(ta?.cursor ?? "-"), \(ta?.state ?? "-"), \(ta?.lastError ?? "-"); b's: cursor \(tb?.cursor ?? "-"), \(tb?.lastError ?? "-")\n\(a.logTail)\n\(b.logTail)\n--- relay log:\n\(relay.log.suffix(3000))")
+        }
+        let same = onA == onB
+        #expect(same, "a and b differ: \(Set(onA.keys).symmetricDifference(onB.keys).sorted())")
+        #expect(onA.keys.filter { $0.hasPrefix("new") }.count == 9)
+        // Both started over and pushed everything again: the relay holds every record, and both
+        // outboxes are empty.
+        #expect(try await eventually(.seconds(60)) { try Self.relayEvents(relay, owner: owner, token: token) == expected })
+        #expect(try await eventually(.seconds(60)) {
+            let aDone = try await a.client().outbox(limit: 1).isEmpty
+            let bDone = try await b.client().outbox(limit: 1).isEmpty
+            return aDone && bDone
+        })
+        let found = relay.log.contains("every cursor of the owner handed out so far is refused")
+        #expect(found, "the relay did not log finding the restore: \(relay.log.suffix(2000))")
+
+        // A device paired now gets every record from the relay alone.
+        let c = try SyncDevice("c")
+        try c.start()
+        try await c.joinOwner(of: a)
+        let (code, _) = try await a.client().relayPairingCode()
+        _ = try await c.client().addTransport(name: "relay", kind: "relay", location: relay.url, code: code)
+        #expect(try await eventually(.seconds(60)) { try await c.records().count == expected })
+        let onC = try await c.records()
+        let cHasAll = onC == onA
+        #expect(cHasAll, "c and a differ: \(Set(onC.keys).symmetricDifference(onA.keys).sorted())")
+        #expect(a.harness.isRunning && b.harness.isRunning && c.harness.isRunning)
+    }
+
     @Test func aReplayedPushIsADuplicateAndStoredOnce() async throws {
         var proxy: FaultProxy?
         let (relay, a, b, owner, token) = try await Self.setUp { relay in

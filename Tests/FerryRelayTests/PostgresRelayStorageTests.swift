@@ -29,7 +29,7 @@ import Testing
         try again.createOwner(owner, quotaBytes: nil, now: 1)
         let database = String(conninfo.split(separator: " ").first { $0.hasPrefix("dbname=") }!.dropFirst(7))
         #expect(try PostgresCluster.shared().sql("SELECT string_agg(version::text, ',') FROM relay_schema", database: database)
-            .trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "2")
     }
 
     @Test func concurrentPushesAndSweepsThroughTwoStoragesKeepNumbersUnique() throws {

@@ -210,9 +210,9 @@ import Testing
             let r = try f.expectError("GET", events + "?" + query, token: f.token, status: 400, code: code)
             #expect(r.headers["x-injected"] == nil)
         }
-        // The edges that are valid.
-        let last = try f.relay.call("GET", events + "?after=9223372036854775807", token: f.token)
-        #expect(last.status == 200 && (last.json["events"] as? [Any])?.isEmpty == true)
+        // The edges that are valid. The largest cursor is well formed, but beyond anything the
+        // relay handed out: refused as a relay restored from an older backup would refuse it.
+        try f.expectError("GET", events + "?after=9223372036854775807", token: f.token, status: 409, code: "lost_data")
         #expect(try f.relay.call("GET", events + "?limit=1000&after=0&wait=0&unknown=x", token: f.token).status == 200)
         try f.expectIntact("after query injection")
     }

@@ -95,6 +95,71 @@ import Testing
         #expect(!relay.log.contains(token))
     }
 
+    /// A cursor beyond the newest the relay gave the owner (it was restored from an older backup)
+    /// is refused with 409 lost_data, at once even when the pull would wait, and so is every
+    /// cursor handed out before; a pull already waiting with one is answered so at once. Before
+    /// that, every cursor the relay handed out, and none, gets a page, also after the relay copy
+    /// is deleted. ferryd's relay transport reports it as the host having lost data.
+    @Test(arguments: TestBackend.allCases) func aCursorNeverHandedOutIsRefusedWithEveryEarlierOne(_ backend: TestBackend) async throws {
+        let relay = try RelayHarness(backend: backend)
+        try relay.start()
+        let owner = TestEnvelopes.owner()
+        let token = try relay.createOwner(hex(owner))
+        let base = "/v1/owners/\(hex(owner))"
+        func expectLost(_ query: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let t0 = Date()
+            let r = try relay.call("GET", base + "/events?" + query, token: token)
+            #expect(r.status == 409 && r.json["error"] as? String == "lost_data", "\(r.status) \(r.text)", sourceLocation: sourceLocation)
+            #expect((r.json["message"] as? String ?? "").contains("backup"), sourceLocation: sourceLocation)
+            #expect(Date().timeIntervalSince(t0) < 2, "answered only after waiting", sourceLocation: sourceLocation)
+        }
+        func expectPage(_ query: String, events: Int = 0, sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+            let r = try relay.call("GET", base + "/events?" + query, token: token)
+            #expect(r.status == 200 && pulled(r).count == events, "\(r.status) \(r.text)", sourceLocation: sourceLocation)
+            return r.json["cursor"] as? String ?? "?"
+        }
+        #expect(try expectPage("") == "0")
+        #expect(try expectPage("after=0&wait=0") == "0")
+        let envelopes = (0..<3).map { TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 1000 + Int64($0)) }
+        #expect(try relay.call("POST", base + "/events", token: token, body: pushBody(envelopes)).status == 200)
+        #expect(try expectPage("after=1", events: 2) == "3")
+        #expect(try expectPage("after=3") == "3")
+        #expect(try relay.call("DELETE", base, token: token).status == 204)
+        #expect(try expectPage("after=3") == "3")
+
+        // A pull waiting after cursor 3 when a device shows the relay was restored is answered
+        // at once: its cursor is refused too now.
+        let box = ResponseBox()
+        let thread = Thread {
+            box.set(Result { try HTTPTestClient.call(port: relay.port, "GET", base + "/events?after=3&wait=20", token: token) })
+        }
+        thread.start()
+        try await Task.sleep(for: .milliseconds(500))
+        try expectLost("after=4&wait=5")
+        let woke = try box.wait(seconds: 5)
+        #expect(woke.status == 409 && woke.json["error"] as? String == "lost_data", "\(woke.status) \(woke.text)")
+        try expectLost("after=3")
+        try expectLost("after=1&wait=5")
+        try expectLost("after=9223372036854775807")
+        // Starting over: no cursor reads the relay from the start, in a numbering past every
+        // cursor refused, which holds.
+        #expect(try expectPage("") == "0")
+        let later = TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 5000)
+        #expect(try relay.call("POST", base + "/events", token: token, body: pushBody([later])).status == 200)
+        let start = try expectPage("", events: 1)
+        #expect(Int64(start) ?? 0 > 1 << 32, "\(start)")
+        #expect(try expectPage("after=\(start)&wait=0") == start)
+
+        // ferryd's relay transport tells its engine the relay lost data, and only then.
+        let transport = RelayTransport(name: "relay", url: URL(string: "http://127.0.0.1:\(relay.port)")!, owner: owner, token: token)
+        let lost = await #expect(throws: TransportFailure.self) { _ = try await transport.pull(after: "3", limit: 10, wait: .seconds(5)) }
+        #expect(lost?.kind == "host-lost-data" && lost?.message.contains("lost_data") == true, "\(String(describing: lost))")
+        #expect(try await transport.pull(after: start, limit: 10, wait: .zero).cursor == start)
+        await transport.close()
+        #expect(relay.stop() == 0)
+        #expect(relay.log.contains("every cursor of the owner handed out so far is refused"))
+    }
+
     /// A device can leave its own pushes out of its pulls; the cursor still moves past them,
     /// so nothing of another device's is skipped and nothing of its own comes back.
     @Test(arguments: TestBackend.allCases) func pullsCanSkipTheDevicesOwnEvents(_ backend: TestBackend) throws {

@@ -136,6 +136,96 @@ import Testing
         #expect(try s.pull(owner, after: cursor, limit: 10, maxBytes: 1 << 20).events == [e[1].encoded])
     }
 
+    /// Every cursor handed out stays good: after a tombstone sweep, compaction and deleting the
+    /// relay copy, which keep the sequence; no cursor is an empty page at worst.
+    @Test(arguments: TestBackend.allCases) func cursorsHandedOutStayGood(_ backend: TestBackend) throws {
+        let s = try storage(backend)
+        func pull(_ cursor: Int64) throws -> EventPage { try s.pull(owner, after: Cursor(cursor), limit: 10, maxBytes: 1 << 20) }
+        let fresh = try pull(0)
+        #expect(fresh.events.isEmpty && fresh.cursor == .start && !fresh.more)
+        let stream = TestEnvelopes.stream()
+        let v1 = TestEnvelopes.make(owner: owner, stream: stream, millis: 1000)
+        let tomb = TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 1000, deleted: true)
+        _ = try s.push(owner, events: [v1, tomb].map(TestEnvelopes.incoming), quotaBytes: 1 << 30, now: 10)
+        #expect(try pull(0).cursor == Cursor(2))
+        let caughtUp = try pull(2)
+        #expect(caughtUp.events.isEmpty && caughtUp.cursor == Cursor(2) && !caughtUp.more)
+        // The newest event goes (the tombstone swept), then v1 is replaced by v2.
+        #expect(try s.dropTombstones(storedBefore: 11) == 1)
+        #expect(try pull(2).events.isEmpty)
+        let v2 = TestEnvelopes.make(owner: owner, stream: stream, millis: 2000)
+        _ = try s.push(owner, events: [TestEnvelopes.incoming(v2)], quotaBytes: 1 << 30, now: 12)
+        #expect(try pull(1).events == [v2.encoded] && pull(2).events == [v2.encoded])
+        // Deleting the relay copy keeps the sequence.
+        _ = try s.deleteOwnerData(owner)
+        for cursor: Int64 in [0, 1, 3] {
+            let page = try pull(cursor)
+            #expect(page.events.isEmpty && page.cursor == Cursor(cursor) && !page.more)
+        }
+        let v3 = TestEnvelopes.make(owner: owner, stream: stream, millis: 3000)
+        _ = try s.push(owner, events: [TestEnvelopes.incoming(v3)], quotaBytes: 1 << 30, now: 13)
+        #expect(try pull(3).events == [v3.encoded] && pull(3).cursor == Cursor(4))
+    }
+
+    /// A cursor beyond the newest the owner was ever given was never handed out: the storage was
+    /// restored from an older backup. The pull is refused, and from then on so is every cursor
+    /// handed out before, also one the restored storage's new events have caught up with (which
+    /// would skip them); the numbering goes on past all of them. The same on every backend.
+    @Test(arguments: TestBackend.allCases) func aCursorNeverHandedOutRefusesEveryEarlierCursor(_ backend: TestBackend) throws {
+        let s = try storage(backend)
+        func pull(_ cursor: Int64) throws -> EventPage { try s.pull(owner, after: Cursor(cursor), limit: 10, maxBytes: 1 << 20) }
+        func push(_ millis: Int64) throws -> Envelope {
+            let e = TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: millis)
+            #expect(try s.push(owner, events: [TestEnvelopes.incoming(e)], quotaBytes: 1 << 30, now: millis) == [.stored])
+            return e
+        }
+        func lost(_ cursor: Int64, _ why: CursorLoss) -> RelayStorageError { .cursorLost(owner: owner, cursor: Cursor(cursor), why: why) }
+
+        // An owner with nothing yet: any cursor but none is ahead.
+        #expect(throws: lost(1, .ahead(newest: .start))) { try pull(1) }
+        var offset = try #require(Cursor.offsetAfterRestore(offset: 0, nextSeq: 1))
+        #expect(throws: lost(1, .beforeRestore(lowest: Cursor(offset)))) { try pull(1) }
+        #expect(try pull(0).events.isEmpty && pull(0).cursor == .start)
+        // The numbering goes on past the refused cursors: seq 1 is cursor offset + 1.
+        let a = try push(1000), b = try push(2000), c = try push(3000)
+        let all = try pull(0)
+        #expect(all.events == [a, b, c].map(\.encoded) && all.cursor == Cursor(offset + 3))
+        #expect(try pull(offset + 1).events == [b, c].map(\.encoded))
+        #expect(try pull(offset).events.count == 3)
+
+        // Restored: a device read up to offset + 5, which this storage never handed out. Two new
+        // events catch up with that cursor; it is refused all the same once a pull was after a
+        // cursor beyond the newest.
+        let d = try push(4000), e = try push(5000)
+        #expect(try pull(offset + 3).events == [d, e].map(\.encoded))   // cannot tell yet
+        #expect(throws: lost(offset + 9, .ahead(newest: Cursor(offset + 5)))) { try pull(offset + 9) }
+        let before = offset
+        offset = try #require(Cursor.offsetAfterRestore(offset: before, nextSeq: 6))
+        #expect(offset > before + 5 + (1 << 31))
+        for cursor in [1, before, before + 3, before + 5, offset - 1] {
+            #expect(throws: lost(cursor, .beforeRestore(lowest: Cursor(offset)))) { try pull(cursor) }
+        }
+        // A device that starts over reads everything in the new numbering, which holds.
+        let again = try pull(0)
+        #expect(again.events == [a, b, c, d, e].map(\.encoded) && again.cursor == Cursor(offset + 5))
+        #expect(try pull(offset + 5).events.isEmpty)
+        let f = try push(6000)
+        #expect(try pull(offset + 5).events == [f.encoded] && pull(offset + 5).cursor == Cursor(offset + 6))
+        #expect(try pull(offset + 2).events == [c, d, e, f].map(\.encoded))
+
+        // The largest cursor there is: refused, and the numbering still has room.
+        #expect(throws: lost(Int64.max, .ahead(newest: Cursor(offset + 6)))) { try pull(Int64.max) }
+        #expect(try pull(0).cursor.sequence < Int64.max / 2)
+
+        // An owner the storage does not know holds nothing, and gets no row by being asked.
+        let stranger = TestEnvelopes.owner()
+        #expect(try s.pull(stranger, after: .start, limit: 10, maxBytes: 1 << 20).events.isEmpty)
+        #expect(throws: RelayStorageError.cursorLost(owner: stranger, cursor: Cursor(5), why: .ahead(newest: .start))) {
+            try s.pull(stranger, after: Cursor(5), limit: 10, maxBytes: 1 << 20)
+        }
+        #expect(try s.usage(stranger) == nil)
+    }
+
     @Test(arguments: TestBackend.allCases) func tokensAndPairingCodes(_ backend: TestBackend) throws {
         let s = try storage(backend)
         let token = AccessToken()

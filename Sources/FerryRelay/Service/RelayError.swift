@@ -17,6 +17,11 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
     case methodNotAllowed(allowed: [String])
     /// 408: the client did not send its request in time.
     case timeout
+    /// 409 `lost_data`: a pull after a cursor the relay cannot honour because it holds less than
+    /// the device already read (restored from an older backup, or its data was lost; `why`
+    /// says how it knows). The device starts over: pulls from the start and pushes everything
+    /// again. Sent only for this; clients may rely on the code.
+    case lostData(cursor: Cursor, why: CursorLoss)
     /// 413: a body, a batch or a field over its limit.
     case tooLarge(String)
     /// 413: the owner's quota would be exceeded; nothing was stored.
@@ -41,6 +46,7 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
         case .missing(let what): "not found: \(what)"
         case .methodNotAllowed(let allowed): "method not allowed (allowed: \(allowed.joined(separator: ", ")))"
         case .timeout: "request timeout"
+        case .lostData(let c, let why): "lost data: cursor \(c) \(why)"
         case .tooLarge(let m): "too large: \(m)"
         case .quotaExceeded(let q, let u, let n): "quota exceeded: \(u) of \(q) bytes used, \(n) more needed"
         case .uriTooLong(let n): "request target of \(n) bytes"
@@ -70,6 +76,12 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
                         headers: [("Allow", list.joined(separator: ", "))])
         case .timeout:
             return body(408, "timeout", "the request was not received in time; send it again")
+        case .lostData(let cursor, let why):
+            let how = switch why {
+            case .ahead(let newest): "after=\(cursor) is beyond the newest cursor this relay ever gave the owner (\(newest))"
+            case .beforeRestore: "after=\(cursor) was handed out before this relay was found restored"
+            }
+            return body(409, "lost_data", "\(how): the relay holds less than this device already read (it was restored from an older backup or its data was lost). Start over: pull from the start (no after=) and push every record again")
         case .tooLarge(let message):
             return body(413, "too_large", message)
         case .quotaExceeded(let quota, let used, let needed):

@@ -163,6 +163,17 @@ public final class RelayService: Sendable {
         switch error {
         case .unknownOwner: return .missing(what: "the owner")
         case .quotaExceeded(let q, let u, let n): return .quotaExceeded(quotaBytes: q, usedBytes: u, neededBytes: n)
+        case .cursorLost(let owner, let cursor, let why):
+            if case .ahead = why {
+                logger.warning("a device of owner \(owner) pulled after cursor \(cursor), which \(why): this relay holds less than the device read (restored from an older backup?); every cursor of the owner handed out so far is refused from now on, so each of its devices starts over",
+                               ["owner": owner.description, "cursor": cursor.description])
+                // Waiting pulls hold cursors refused now: they are answered so.
+                hub.notify(owner)
+            } else {
+                logger.info("a device of owner \(owner) pulled after cursor \(cursor), which \(why); it is told to start over",
+                            ["owner": owner.description, "cursor": cursor.description])
+            }
+            return .lostData(cursor: cursor, why: why)
         case .database(let context, let message):
             logger.error("storage failed while \(context): \(message)")
             return .storage("\(context): \(message)")

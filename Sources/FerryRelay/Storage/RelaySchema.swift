@@ -65,6 +65,12 @@ enum RelaySchema {
             used_at INTEGER
         ) WITHOUT ROWID;
         """,
+        // 2: the owner's cursor offset: cursors on the wire are seq + cursor_offset. Raised past
+        // every cursor handed out before when a pull shows the relay was restored from an older
+        // backup, so every such cursor is refused from then on (RelayStorage.pull).
+        """
+        ALTER TABLE owners ADD COLUMN cursor_offset INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 
     /// Brings `db` to the latest version.

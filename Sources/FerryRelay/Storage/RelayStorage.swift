@@ -48,6 +48,19 @@ public protocol RelayStorage: Sendable {
     func push(_ owner: OwnerID, events: [IncomingEvent], quotaBytes defaultQuota: Int64, now: Int64) throws(RelayStorageError) -> [PushOutcome]
     /// Up to `limit` events after `cursor` in sequence order, and at most about `maxBytes`
     /// (always at least one event when there is one).
+    ///
+    /// A cursor is an event's sequence number plus the owner's cursor offset (0 until the
+    /// storage is found restored, see below). `.start` is always accepted (an empty page for an
+    /// owner with nothing, or none at all), and so is every cursor handed out since the offset
+    /// last moved, whatever compaction, tombstone sweeps or deleting the relay copy removed
+    /// since (they keep the sequence).
+    /// - Throws: `.cursorLost` when the storage holds less than the device already read, which
+    ///   then starts over: `.ahead`, a cursor beyond the newest sequence number the owner was
+    ///   ever given, never handed out by this storage (it was restored from an older backup, or
+    ///   its data was lost). Finding one moves the owner's cursor offset past every cursor handed
+    ///   out before (`Cursor.offsetAfterRestore`), and from then on `.beforeRestore` refuses
+    ///   those: also the ones that the restored storage's new events have caught up with since,
+    ///   which would otherwise skip those events for good.
     func pull(_ owner: OwnerID, after cursor: Cursor, limit: Int, maxBytes: Int) throws(RelayStorageError) -> EventPage
     /// Drops tombstones stored before `storedBefore`; returns how many.
     func dropTombstones(storedBefore: Int64) throws(RelayStorageError) -> Int
@@ -139,6 +152,8 @@ public struct EventPage: Sendable, Equatable {
 public enum RelayStorageError: Error, Sendable, Equatable, CustomStringConvertible {
     case unknownOwner(OwnerID)
     case quotaExceeded(quotaBytes: Int64, usedBytes: Int64, neededBytes: Int64)
+    /// A pull after a cursor the storage cannot honour: it holds less than the device read.
+    case cursorLost(owner: OwnerID, cursor: Cursor, why: CursorLoss)
     /// The database failed; `context` names the operation.
     case database(context: String, message: String)
 
@@ -146,7 +161,25 @@ public enum RelayStorageError: Error, Sendable, Equatable, CustomStringConvertib
         switch self {
         case .unknownOwner(let o): "unknown owner \(o)"
         case .quotaExceeded(let q, let u, let n): "quota of \(q) bytes exceeded (\(u) used, \(n) needed)"
+        case .cursorLost(let o, let c, let why): "cursor \(c) of owner \(o) \(why)"
         case .database(let context, let message): "\(context): \(message)"
+        }
+    }
+}
+
+/// Why a pull's cursor is refused (`RelayStorageError.cursorLost`); either way the storage holds
+/// less than the device read, and the device starts over.
+public enum CursorLoss: Sendable, Equatable, CustomStringConvertible {
+    /// Beyond `newest`, the newest cursor the owner's events were ever given: never handed out.
+    case ahead(newest: Cursor)
+    /// Handed out before the storage was found restored: below `lowest`, where the cursors of
+    /// the owner's current numbering begin.
+    case beforeRestore(lowest: Cursor)
+
+    public var description: String {
+        switch self {
+        case .ahead(let newest): "is beyond the newest cursor \(newest)"
+        case .beforeRestore(let lowest): "was handed out before the relay was found restored (cursors now begin at \(lowest))"
         }
     }
 }

@@ -111,8 +111,33 @@ extension SQLiteRelayStorage {
 
     public func pull(_ owner: OwnerID, after cursor: Cursor, limit: Int, maxBytes: Int) throws(RelayStorageError) -> EventPage {
         try locked("reading events") {
+            // The owner's numbering; (1, 0) for an owner with no row, which holds nothing.
+            let head = try db.cached("SELECT next_seq, cursor_offset FROM owners WHERE owner = ?")
+            head.bind(1, blob: owner.bytes)
+            let known = try head.step()
+            let (nextSeq, offset) = known ? (head.int64(0), head.int64(1)) : (1, 0)
+            head.resetKeepingBindings()
+            var after: Int64 = 0
+            if cursor > .start {
+                guard cursor.sequence >= offset else {
+                    throw RelayStorageError.cursorLost(owner: owner, cursor: cursor, why: .beforeRestore(lowest: Cursor(offset)))
+                }
+                after = cursor.sequence - offset
+                if after >= nextSeq {
+                    // Restored from an older backup: every cursor handed out before goes.
+                    if known {
+                        guard let moved = Cursor.offsetAfterRestore(offset: offset, nextSeq: nextSeq) else {
+                            throw RelayStorageError.database(context: "renumbering cursors", message: "the owner's cursor numbers are used up")
+                        }
+                        let u = try db.cached("UPDATE owners SET cursor_offset = ? WHERE owner = ?")
+                        u.bind(1, moved); u.bind(2, blob: owner.bytes)
+                        try u.run()
+                    }
+                    throw RelayStorageError.cursorLost(owner: owner, cursor: cursor, why: .ahead(newest: Cursor(offset + nextSeq - 1)))
+                }
+            }
             let s = try db.cached("SELECT seq, data FROM events WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?")
-            s.bind(1, blob: owner.bytes); s.bind(2, cursor.sequence); s.bind(3, limit + 1)
+            s.bind(1, blob: owner.bytes); s.bind(2, after); s.bind(3, limit + 1)
             defer { s.resetKeepingBindings() }
             var events: [[UInt8]] = []
             var last = cursor
@@ -126,7 +151,7 @@ extension SQLiteRelayStorage {
                 }
                 events.append(data)
                 bytes += data.count
-                last = Cursor(s.int64(0))
+                last = Cursor(s.int64(0) + offset)
             }
             return EventPage(events: events, cursor: last, more: more)
         }

@@ -7,8 +7,9 @@ import FerryJSON
 /// The HTTP side of the relay transport: one request to `ferry-relay`'s `/v1` API, its status
 /// mapped to a `TransportFailure` in this one place (docs/relay.openapi.yaml):
 /// 401 and 403 unauthorized (the advice for a 401 depends on whether a token or a pairing code
-/// was refused), 413 quota (or a batch too large: rejected), 429 rate limited with
-/// `Retry-After`, other 4xx rejected, 5xx and network errors unavailable.
+/// was refused), 409 `lost_data` host lost data (the relay holds less than this device read:
+/// restored from an older backup), 413 quota (or a batch too large: rejected), 429 rate limited
+/// with `Retry-After`, other 4xx (another 409 too) rejected, 5xx and network errors unavailable.
 /// The bearer token is sent, never logged or put in an error.
 struct RelayHTTP: Sendable {
     let base: URL
@@ -99,6 +100,8 @@ struct RelayHTTP: Sendable {
             return .unauthorized(text + "; make a new code with 'ferryctl relay pair' on a device already syncing through the relay "
                 + "and use it before it expires")
         case 403: return .unauthorized(text + "; the token has no right to this owner's data")
+        case 409 where code == "lost_data":
+            return .hostLostData(text + "; this device starts over with the relay: it reads it from the start and sends every record again")
         case 413 where code == "quota_exceeded": return .quotaExceeded(text)
         case 429:
             let seconds = reply.headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }

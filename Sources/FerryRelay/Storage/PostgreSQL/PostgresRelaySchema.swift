@@ -80,6 +80,10 @@ enum PostgresRelaySchema {
             used_at BIGINT
         );
         """,
+        // 2: the owner's cursor offset, as in SQLite's migration 2.
+        """
+        ALTER TABLE owners ADD COLUMN cursor_offset BIGINT NOT NULL DEFAULT 0;
+        """,
     ]
 
     /// Brings the database to the latest version. Idempotent, and safe when several relays start

@@ -52,9 +52,28 @@ extension PostgresRelayStorage {
     }
 
     public func pull(_ owner: OwnerID, after cursor: Cursor, limit: Int, maxBytes: Int) throws(RelayStorageError) -> EventPage {
-        try run("reading events") { db in
+        // As SQLite does. The numbering and the events are read in two statements: a restore
+        // found in between (by another pull, through any relay) only moves the offset, so this
+        // page is numbered the old way and the device's next pull is refused.
+        let o = PostgresValue.bytes(owner.bytes)
+        let (known, nextSeq, offset): (Bool, Int64, Int64) = try run("reading events") { db in
+            let r = try db.execute("SELECT next_seq, cursor_offset FROM owners WHERE owner = $1", [o])
+            return r.count == 1 ? (true, r.int64(0, 0), r.int64(0, 1)) : (false, 1, 0)
+        }
+        var after: Int64 = 0
+        if cursor > .start {
+            guard cursor.sequence >= offset else {
+                throw .cursorLost(owner: owner, cursor: cursor, why: .beforeRestore(lowest: Cursor(offset)))
+            }
+            after = cursor.sequence - offset
+            if after >= nextSeq {
+                if known { try moveOffsetPast(cursor, of: owner) }
+                throw .cursorLost(owner: owner, cursor: cursor, why: .ahead(newest: Cursor(offset + nextSeq - 1)))
+            }
+        }
+        return try run("reading events") { db in
             let r = try db.execute("SELECT seq, data FROM events WHERE owner = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-                                   [.bytes(owner.bytes), .int(cursor.sequence), .int(Int64(limit) + 1)])
+                                   [o, .int(after), .int(Int64(limit) + 1)])
             var events: [[UInt8]] = []
             var last = cursor
             var bytes = 0
@@ -67,9 +86,27 @@ extension PostgresRelayStorage {
                 }
                 events.append(data)
                 bytes += data.count
-                last = Cursor(r.int64(row, 0))
+                last = Cursor(r.int64(row, 0) + offset)
             }
             return EventPage(events: events, cursor: last, more: more)
+        }
+    }
+
+    /// The storage was found restored by a pull after `cursor`: under the owner's row lock,
+    /// unless a pull through any relay did so since, moves the owner's cursor offset past every
+    /// cursor handed out before, and wakes the owner's waiting pulls on every relay (their
+    /// cursors are refused now).
+    private func moveOffsetPast(_ cursor: Cursor, of owner: OwnerID) throws(RelayStorageError) {
+        try run("renumbering cursors", write: true) { db in
+            let (_, nextSeq) = try lockOwner(db, owner)
+            let o = PostgresValue.bytes(owner.bytes)
+            let offset = try db.execute("SELECT cursor_offset FROM owners WHERE owner = $1", [o]).int64(0, 0)
+            guard cursor.sequence >= offset else { return }
+            guard let moved = Cursor.offsetAfterRestore(offset: offset, nextSeq: nextSeq) else {
+                throw RelayStorageError.database(context: "renumbering cursors", message: "the owner's cursor numbers are used up")
+            }
+            try db.execute("UPDATE owners SET cursor_offset = $1 WHERE owner = $2", [.int(moved), o])
+            try db.execute("SELECT pg_notify($1, $2)", [.text(PostgresRelayStorage.channel), .text(owner.description)])
         }
     }
 

@@ -37,4 +37,21 @@ import Testing
         #expect(RelayHTTP.failure(Self.reply(413, "quota_exceeded", "full"), what: "pushing", base: Self.base).kind == "quota")
         #expect(RelayHTTP.failure(Self.reply(503, "unavailable", "down"), what: "pushing", base: Self.base).kind == "unavailable")
     }
+
+    /// Only 409 `lost_data` (a relay restored from an older backup) means the host lost data;
+    /// any other 409 keeps the meaning of a 4xx: rejected.
+    @Test func lostDataIsHostLostDataAndOther409sAreRejected() {
+        func failure(_ status: Int, _ code: String, headers: [String: String] = [:]) -> TransportFailure {
+            let body = Data(#"{"error":"\#(code)","message":"what happened"}"#.utf8)
+            return RelayHTTP.failure(.init(status: status, body: body, headers: headers), what: "pulling", base: Self.base)
+        }
+        let lost = failure(409, "lost_data")
+        #expect(lost.kind == "host-lost-data" && lost.message.contains("lost_data") && lost.message.contains("what happened"), "\(lost)")
+        #expect(failure(409, "conflict").kind == "rejected")
+        #expect(failure(400, "bad_cursor").kind == "rejected")
+        #expect(failure(413, "quota_exceeded").kind == "quota")
+        #expect(failure(413, "too_large").kind == "rejected")
+        #expect(failure(429, "rate_limited", headers: ["retry-after": "7"]) == .rateLimited(retryAfter: .seconds(7), failure(429, "rate_limited").message))
+        #expect(failure(503, "unavailable").kind == "unavailable")
+    }
 }

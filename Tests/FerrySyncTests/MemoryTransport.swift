@@ -23,6 +23,9 @@ final class MemoryLog: Sendable {
         var pullDelay: Duration = .zero
         var pushing = 0
         var mostPushing = 0
+        /// Bumped when a pull shows the log lost envelopes; cursors of an earlier epoch are then
+        /// refused, as ferry-relay refuses every cursor it handed out before it found it lost data.
+        var epoch = 0
     }
 
     let state = Mutex(State())
@@ -81,19 +84,30 @@ final class MemoryTransport: Transport {
     func pull(after cursor: String?, limit: Int, wait: Duration) async throws(TransportFailure) -> PullPage {
         try check()
         if let failure = log.state.withLock({ $0.pullFailure }) { throw failure }
-        let start = cursor.flatMap { Int($0) } ?? 0
-        // As a relay restored from an older backup answers: the cursor is past the log's end.
-        let end = log.state.withLock { $0.envelopes.count }
-        if start > end { throw .hostLostData("cursor \(start) is past the end of the log (\(end))") }
+        // The cursor is "INDEX" in epoch 0, then "EPOCH:INDEX".
+        let parts = cursor.map { $0.split(separator: ":").compactMap { Int($0) } } ?? [0]
+        let (cursorEpoch, start) = parts.count == 2 ? (parts[0], parts[1]) : (0, parts.first ?? 0)
+        // As a relay restored from an older backup answers: a cursor past the log's end, and from
+        // then on every cursor handed out before, is refused.
+        let refusal = log.state.withLock { s -> String? in
+            if cursor != nil && cursorEpoch < s.epoch { return "cursor \(cursor!) is from before the log lost envelopes" }
+            if start > s.envelopes.count {
+                s.epoch += 1
+                return "cursor \(start) is past the end of the log (\(s.envelopes.count))"
+            }
+            return nil
+        }
+        if let refusal { throw .hostLostData(refusal) }
+        func text(_ index: Int, _ epoch: Int) -> String { epoch == 0 ? String(index) : "\(epoch):\(index)" }
         var page = log.state.withLock { s -> PullPage in
             let slice = Array(s.envelopes.dropFirst(start).prefix(limit))
-            return PullPage(envelopes: slice, cursor: String(start + slice.count), more: start + slice.count < s.envelopes.count)
+            return PullPage(envelopes: slice, cursor: text(start + slice.count, s.epoch), more: start + slice.count < s.envelopes.count)
         }
         let pullDelay = log.state.withLock { $0.pullDelay }
         if !page.envelopes.isEmpty, pullDelay > .zero { try? await Task.sleep(for: pullDelay) }
         if page.envelopes.isEmpty, wait > .zero {
             try? await Task.sleep(for: min(wait, .milliseconds(20)))
-            page.cursor = String(start)
+            page.cursor = text(start, log.state.withLock { $0.epoch })
         }
         return page
     }

@@ -57,8 +57,13 @@ final class EngineDevice: Sendable {
         for i in 0..<5 { _ = try a.store.put(entity: "note", id: "N\(i)", payload: #"{"i":\#(i)}"#) }
         #expect(try await eventually { try (0..<5).allSatisfy { try b.store.get(entity: "note", id: "N\($0)") != nil } && a.store.outbox().isEmpty })
         #expect(try await eventually { try b.store.progress(key: "cursor:m") == "5" })
+        // a is away while b finds the loss first and fills the host again, past a's old cursor:
+        // a must still not take up from there (it would skip what b wrote).
+        try a.engine.setPaused(true)
         log.restore(keepingFirst: 2)
         _ = try b.store.put(entity: "note", id: "after", payload: "{}")
+        #expect(try await eventually { log.streams.count == 6 && log.count > 5 })
+        try a.engine.setPaused(false)
         #expect(try await eventually { try a.store.get(entity: "note", id: "after") != nil })
         #expect(try await eventually { log.streams.count == 6 })
         #expect(try await eventually { try a.store.outbox().isEmpty && b.store.outbox().isEmpty })

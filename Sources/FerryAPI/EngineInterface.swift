@@ -32,14 +32,18 @@ public enum EngineInterface {
       # The sync loops: "starting", "idle", "pushing", "pulling", "backoff", "paused" or
       # "failed" (the transport could not be started: see lastError).
       state: ?string,
-      # The last failure, as a sentence that says what to do, and its kind
-      # ("unavailable", "unauthorized", "quota", "rate-limited", "rejected", "local").
+      # The last failure (put right since or not), as a sentence that says what to do, and
+      # its kind ("unavailable", "unauthorized", "quota", "rate-limited", "rejected",
+      # "host-lost-data", "local").
       lastError: ?string,
       lastErrorKind: ?string,
       lastErrorAt: ?int,
       lastSuccessAt: ?int,
       # When the next retry is due while backing off (Unix milliseconds).
       retryAt: ?int,
+      # What is wrong now: the failure of each sync loop that has not succeeded since it
+      # failed ("push: ...", "pull: ..."); absent while both work.
+      problem: ?string,
       # Envelopes pushed and pulled since ferryd started, and envelopes or frames refused
       # (another owner, a wrong key, tampering, corruption), with the last refusal.
       pushed: ?int,
@@ -76,7 +80,8 @@ public enum EngineInterface {
     method Status() -> (
       node: string,
       version: string,
-      # "idle", "syncing", "paused" or "error".
+      # From the transports: "idle", "syncing" (one pushes or pulls), "backoff" (one retries
+      # after a failure), "failed" (one could not start) or "paused".
       state: string,
       records: int,
       tombstones: int,
@@ -87,7 +92,10 @@ public enum EngineInterface {
       attachmentBytes: int,
       spaces: []Space,
       transports: []TransportStatus,
+      # The latest failure of any transport ("NAME: kind: what happened") and when, and the
+      # latest success of any.
       lastError: ?string,
+      lastErrorAt: ?int,
       lastSuccessAt: ?int,
       startedAt: int
     )

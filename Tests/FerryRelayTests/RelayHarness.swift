@@ -71,16 +71,7 @@ final class RelayHarness: @unchecked Sendable {
     /// Runs `ferry-relay admin ARGS` on this state; (status, output).
     @discardableResult
     func admin(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: try BuiltExecutable.path("ferry-relay"))
-        p.arguments = ["admin", "--config", configPath] + arguments
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+        try ChildProcess.runToEnd(try BuiltExecutable.path("ferry-relay"), ["admin", "--config", configPath] + arguments)
     }
 
     /// `admin create-owner`: the owner's first token.

@@ -342,16 +342,7 @@ import Testing
 
     /// Runs the built ferry-relay with `arguments`; its exit status and stdout and stderr together.
     static func runRelay(_ arguments: [String]) throws -> (Int32, String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: try BuiltExecutable.path("ferry-relay"))
-        p.arguments = arguments
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+        try ChildProcess.runToEnd(try BuiltExecutable.path("ferry-relay"), arguments)
     }
 
     @Test func aSlowClientDoesNotBlockOthersAndIdleOnesAreClosed() throws {

@@ -66,4 +66,23 @@ public final class ChildProcess: @unchecked Sendable {
         p.waitUntilExit()
         process = nil
     }
+
+    /// Runs a prepared process to its end; its exit status and its stdout and stderr together.
+    public static func runToEnd(_ p: Process) throws -> (status: Int32, output: String) {
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    /// Runs `executable` with `arguments` to its end (see `runToEnd(_:)`).
+    public static func runToEnd(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: executable)
+        p.arguments = arguments
+        return try runToEnd(p)
+    }
 }

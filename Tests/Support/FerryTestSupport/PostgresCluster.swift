@@ -175,14 +175,7 @@ public final class PostgresCluster: @unchecked Sendable {
 
     /// Runs to the end; (status, stdout and stderr).
     static func run(unprivileged: Bool, _ path: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let p = try process(unprivileged: unprivileged, path, arguments)
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = out
-        try p.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+        try ChildProcess.runToEnd(try process(unprivileged: unprivileged, path, arguments))
     }
 
     static func freePort() -> Int { LoopbackPort.free() }

@@ -87,15 +87,76 @@ enum HelpCommand: Command {
 
     /// `ferryctl help COMMAND` and `ferryctl COMMAND --help`.
     static func help(for command: any Command.Type) -> String {
-        var text = "usage: ferryctl \(command.name)" + (command.synopsis.isEmpty ? "" : " " + command.synopsis) + "\n\n"
-        text += command.summary.prefix(1).uppercased() + command.summary.dropFirst() + ".\n"
-        if !command.details.isEmpty { text += "\n" + command.details + "\n" }
+        var text = usage(command) + "\n"
+        text += wrap(command.summary.prefix(1).uppercased() + command.summary.dropFirst() + ".", 80).joined(separator: "\n") + "\n"
+        if !command.details.isEmpty { text += "\n" + reflow(command.details) + "\n" }
         var options = command.options.map { ($0.display, $0.help) }
         for option in Ferryctl.globalOptions where option.name != "space" || command.takesSpace {
             options.append((option.display, option.help))
         }
         text += "\nOptions:\n" + columns(options)
         return text
+    }
+
+    /// `usage: ferryctl NAME SYNOPSIS` within 80 columns: a synopsis of alternatives that does
+    /// not fit gets one line per alternative, and a long one is wrapped under itself.
+    private static func usage(_ command: any Command.Type) -> String {
+        let head = "usage: ferryctl \(command.name)"
+        let whole = head + (command.synopsis.isEmpty ? "" : " " + command.synopsis)
+        if whole.count <= 80 { return whole + "\n" }
+        let indent = String(repeating: " ", count: "usage: ".count)
+        var lines: [String] = []
+        for (i, alternative) in topLevelAlternatives(command.synopsis).enumerated() {
+            let lead = (i == 0 ? "usage: " : indent) + "ferryctl \(command.name) "
+            let room = 80 - lead.count
+            for (j, line) in wrap(groups(alternative), room).enumerated() {
+                lines.append((j == 0 ? lead : String(repeating: " ", count: lead.count)) + line)
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The words of a synopsis, a bracketed or parenthesized group counting as one, so that a
+    /// wrapped usage never breaks inside `[--where FIELD=VALUE ...]`.
+    private static func groups(_ synopsis: String) -> [String] {
+        var out: [String] = []
+        var current = ""
+        var depth = 0
+        for character in synopsis {
+            switch character {
+            case "(", "[": depth += 1
+            case ")", "]": depth -= 1
+            case " " where depth == 0:
+                if !current.isEmpty { out.append(current) }
+                current = ""
+                continue
+            default: break
+            }
+            current.append(character)
+        }
+        if !current.isEmpty { out.append(current) }
+        return out
+    }
+
+    /// `text` with each paragraph (lines that do not start with a space, up to a blank line)
+    /// wrapped again at 80 columns; indented lines (lists, examples) are kept as they are.
+    static func reflow(_ text: String, width: Int = 80) -> String {
+        var out: [String] = []
+        var paragraph: [String] = []
+        func flush() {
+            if !paragraph.isEmpty { out += wrap(paragraph.joined(separator: " "), width) }
+            paragraph = []
+        }
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.isEmpty || line.first == " " {
+                flush()
+                out.append(String(line))
+            } else {
+                paragraph.append(String(line))
+            }
+        }
+        flush()
+        return out.joined(separator: "\n")
     }
 
     /// `synopsis` split at the `|` that are outside brackets and parentheses:
@@ -139,9 +200,15 @@ enum HelpCommand: Command {
 
     /// `text` in lines of at most `room` characters, broken at spaces.
     private static func wrap(_ text: String, _ room: Int) -> [String] {
+        wrap(text.split(separator: " ").map(String.init), room)
+    }
+
+    /// `words` joined by spaces in lines of at most `room` characters (a longer word gets a
+    /// line of its own).
+    private static func wrap(_ words: [String], _ room: Int) -> [String] {
         var lines: [String] = []
         var current = ""
-        for word in text.split(separator: " ") {
+        for word in words {
             if current.isEmpty {
                 current = String(word)
             } else if current.count + 1 + word.count <= room {

@@ -94,7 +94,7 @@ import Testing
     }
 
     @Test(arguments: ["status", "get", "put", "rm", "ls", "watch", "conflicts", "attach", "detach", "outbox",
-                      "sync", "space", "version", "help"])
+                      "sync", "space", "version", "help", "transport", "relay", "owner", "export", "import"])
     func everyCommandHasHelp(_ command: String) throws {
         let viaHelp = try ferryctl.run(["help", command])
         let viaFlag = try ferryctl.run([command, "--help"])
@@ -102,6 +102,9 @@ import Testing
         #expect(viaHelp.stdout.hasPrefix("usage: ferryctl \(command)"), "\(viaHelp)")
         #expect(viaHelp.stdout == viaFlag.stdout)
         #expect(viaHelp.stdout.contains("--socket PATH"))
+        for line in viaHelp.lines where line.count > 80 {
+            Issue.record("a line of \(line.count) columns in 'ferryctl help \(command)': \(line)")
+        }
     }
 
     @Test func spaceOptionIsOfferedOnlyWhereItApplies() throws {

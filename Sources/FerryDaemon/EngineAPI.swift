@@ -185,8 +185,14 @@ struct EngineAPI: Sendable {
             throw ErrorMapping.invalidArgument(error.parameter, error.message, interface: EngineInterface.name)
         }
         let store = self.store
-        let existing = try? await run { () throws(FerryError) in try store.transports(space: space).first { $0.name == name } }
-        let startOver = existing.flatMap { $0 }.map { !TransportConfiguration.samePlace($0, kind: kind, config: config) } ?? true
+        let configured = (try? await run { () throws(FerryError) in try store.transports(space: space) }) ?? []
+        // Two transports of one space at one place would write the same files as one device.
+        if let twin = configured.first(where: { $0.name != name && TransportConfiguration.samePlace($0, kind: kind, config: config) }) {
+            throw ErrorMapping.invalidArgument("location", "transport \(twin.name) of space \(space) already syncs through "
+                + "\(TransportConfiguration.location(of: twin) ?? "that place"); use it, or remove it first", interface: EngineInterface.name)
+        }
+        let existing = configured.first { $0.name == name }
+        let startOver = existing.map { !TransportConfiguration.samePlace($0, kind: kind, config: config) } ?? true
         do { try await sync.addTransport(space: space, name: name, kind: kind, config: config, startOver: startOver) } catch {
             throw ErrorMapping.varlink(error, interface: EngineInterface.name)
         }
@@ -317,6 +323,7 @@ struct EngineAPI: Sendable {
             switch error {
             case .phrase(let e): throw ErrorMapping.invalidPhrase(e)
             case .store(let e): throw ErrorMapping.varlink(e, interface: EngineInterface.name)
+            case .ownerInUse: throw ErrorMapping.invalidArgument("phrase", error.description, interface: EngineInterface.name)
             }
         }
         let sync = self.sync

@@ -23,6 +23,12 @@ enum TransportConfiguration {
             guard location.hasPrefix("/"), location.utf8.count < 4096, !location.utf8.contains(0) else {
                 throw Problem(parameter: "location", message: "a folder transport needs the absolute path of a directory (ferryctl resolves relative ones)")
             }
+            // One spelling per directory ("/a/b/", "/a/./b" and "/a/c/../b" are "/a/b"), so two
+            // transports can be told to be the same place.
+            let location = URL(fileURLWithPath: location).standardizedFileURL.path
+            guard location.hasPrefix("/") else {
+                throw Problem(parameter: "location", message: "a folder transport needs the absolute path of a directory (ferryctl resolves relative ones)")
+            }
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: location, isDirectory: &isDirectory), isDirectory.boolValue else {
                 throw Problem(parameter: "location", message: "\(location) is not an existing directory: create it (or start the sync tool that provides it) first")

@@ -37,6 +37,13 @@ import Testing
         #expect(unknown.status == 1 && unknown.stderr.contains("known kinds: folder"), "\(unknown)")
         #expect(try ca.run(["transport", "add", "f", "folder", folder.path]).status == 0)
         #expect(try cb.run(["transport", "add", "f", "folder", folder.path]).status == 0)
+        // The same folder under another name (spelled differently) would write the same files.
+        let twin = try ca.run(["transport", "add", "g", "folder", folder.path + "/./"])
+        #expect(twin.status == 1 && twin.stderr.contains("transport f of space private already syncs through"), "\(twin)")
+        // A second space of the same owner would write them too: the restore is refused.
+        #expect(try cb.run(["space", "create", "dup"]).status == 0)
+        let dup = try cb.run(["--space", "dup", "owner", "restore", phrase])
+        #expect(dup.status == 1 && dup.stderr.contains("space private on this device already belongs to the owner"), "\(dup)")
         let listed = try ca.run(["transport", "ls"])
         #expect(listed.status == 0 && listed.lines.first?.hasPrefix("TRANSPORT") == true && listed.stdout.contains(folder.path), "\(listed)")
 

@@ -224,6 +224,24 @@ final class EngineDevice: Sendable {
         #expect(try await eventually { try b.store.get(entity: "note", id: "n1") != nil })
     }
 
+    /// One owner syncs through one space per device: restoring an owner another space here
+    /// already has is refused (both would write the same folder files as one device).
+    @Test func anOwnerCannotBeRestoredIntoASecondSpace() async throws {
+        let a = try EngineDevice(logs: [:])
+        defer { Task { await a.engine.stop() } }
+        try a.store.createSpace(name: "dup")
+        await a.engine.reconcile()
+        let phrase = try a.engine.recoveryPhrase(space: Store.privateSpace)
+        do {
+            try await a.engine.restoreOwner(space: "dup", phrase: phrase)
+            Issue.record("the restore was accepted")
+        } catch {
+            guard case .ownerInUse(let space, let other) = error else { Issue.record("\(error)"); return }
+            #expect(space == "dup" && other == Store.privateSpace)
+        }
+        #expect(try a.engine.keyring.keys(for: "dup").owner != a.engine.keyring.keys(for: Store.privateSpace).owner)
+    }
+
     @Test func spacesWithTheirOwnOwnersNeverMix() async throws {
         let privateLog = MemoryLog(), teamLog = MemoryLog()
         let a = try EngineDevice(logs: ["p": privateLog, "t": teamLog])

@@ -183,6 +183,11 @@ public final class SyncEngine: Sendable {
     public func restoreOwner(space: String, phrase: String) async throws(OwnerError) {
         let keys: OwnerKeys
         do { keys = try RecoveryPhrase.decode(phrase) } catch { throw .phrase(error) }
+        // Two spaces of one owner would write one folder directory and one relay log as the
+        // same device, each overwriting the other's files: one space per owner per device.
+        if let other = store.spaces().first(where: { $0.name != space && $0.ownerID == keys.owner.description }) {
+            throw .ownerInUse(space: space, by: other.name)
+        }
         do throws(FerryError) {
             if try keyring.keys(for: space).owner == keys.owner { return }
             let configured = try store.transports(space: space)
@@ -203,11 +208,16 @@ public final class SyncEngine: Sendable {
     public enum OwnerError: Error, Sendable, CustomStringConvertible {
         case phrase(RecoveryPhraseError)
         case store(FerryError)
+        /// Another space on this device already belongs to that owner.
+        case ownerInUse(space: String, by: String)
 
         public var description: String {
             switch self {
             case .phrase(let e): "\(e)"
             case .store(let e): "\(e)"
+            case .ownerInUse(let space, let other):
+                "space \(other) on this device already belongs to the owner of that phrase, and one owner syncs "
+                    + "through one space per device: use space \(other) (--space \(other)) instead of \(space)"
             }
         }
     }

@@ -263,6 +263,14 @@ struct StoreAPI: Sendable {
         let wakeups = hub.subscribe()   // before reading, so no commit falls between
         var cursor = p["since"]?.intValue ?? hub.lastSeq
         if cursor < 0 { throw ErrorMapping.invalidArgument("since", "since is a cursor from an earlier reply (0 or more)") }
+        // A cursor this store never handed out (another store's, or this one was restored from
+        // an older backup): following on from it would skip the changes up to it for good.
+        let newest = hub.lastSeq
+        if cursor > newest {
+            throw ErrorMapping.invalidArgument("since", "cursor \(cursor) is beyond this store's newest change (\(newest)): it is "
+                + "from another store, or this one was restored from an older backup; read everything again (since 0, or List) "
+                + "and follow on from the cursor that gives")
+        }
         let filterSpaces = spaces
         do {
             try await sink.send(["cursor": .int(cursor)])

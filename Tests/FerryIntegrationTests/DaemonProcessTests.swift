@@ -125,6 +125,18 @@ import FerryVarlink
             resumed.append("\(reply.at("record", "id")?.stringValue ?? "?"):\(reply.at("record", "deleted")?.boolValue == true ? "deleted" : "live")")
         }
         #expect(resumed == ["N3:live", "N0:deleted"])
+        // A cursor this store never handed out (a restored backup's clients) is refused: following
+        // on from it would skip every change up to it. (A connection of its own: the watch above
+        // still streams on `client`, and calls on one connection are answered in order.)
+        let other = try daemon.client()
+        defer { other.close() }
+        var beyond = other.callMore("io.ferry.Store.Watch", ["since": .int(1_000_000)]).makeAsyncIterator()
+        do {
+            _ = try await beyond.next()
+            Issue.record("a Watch since a cursor beyond the newest change was accepted")
+        } catch {
+            #expect("\(error)".contains("InvalidArgument") && "\(error)".contains("beyond this store's newest change"), "\(error)")
+        }
         client.close()
         daemon.stop()
     }

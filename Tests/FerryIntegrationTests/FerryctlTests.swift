@@ -217,7 +217,11 @@ import Testing
                 && declared.stderr.contains("reload"), "\(declared)")
         #expect(declared.stdout.isEmpty, "\(declared)")
         #expect(try ctl.run(["transport", "ls"]).stdout.contains("declared"), "still there")
-        #expect(try ctl.run(["transport", "add", "own", "folder", folder]).status == 0)
+        // (Another folder: one space syncs through a folder with one transport.)
+        let otherFolder = folder + "-own"
+        try FileManager.default.createDirectory(atPath: otherFolder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: otherFolder) }
+        #expect(try ctl.run(["transport", "add", "own", "folder", otherFolder]).status == 0)
         let own = try ctl.run(["transport", "rm", "own"])
         #expect(own.status == 0 && own.stdout.hasPrefix("removed transport own"), "one added with ferryctl goes: \(own)")
 

@@ -149,6 +149,22 @@ final class EngineDevice: Sendable {
         #expect(try await eventually { a.engine.health.first?.problem == nil && a.engine.health.first?.retryAt == nil })
     }
 
+    /// A push round with nothing to push asks the host nothing, so it is no success: a host
+    /// that refuses every pull never shows a last success, however many idle rounds pass.
+    @Test func anEmptyOutboxIsNoSuccess() async throws {
+        let log = MemoryLog()
+        log.failPulls(with: .unauthorized("the test's token is revoked"))
+        let a = try EngineDevice(logs: ["shared": log])
+        defer { Task { await a.engine.stop() } }
+        await a.engine.reconcile()
+        try await a.add("m", log: "shared")
+        #expect(try await eventually { a.engine.health.first?.lastErrorKind == "unauthorized" })
+        try await Task.sleep(for: .milliseconds(500))   // several poll intervals of idle push rounds
+        let health = try #require(a.engine.health.first)
+        #expect(health.lastSuccessAt == nil, "\(health)")
+        #expect(health.problem?.hasPrefix("pull: unauthorized") == true)
+    }
+
     /// A loop backing off because the host was unreachable starts again as soon as the other
     /// loop reaches the host: here the pull, after one failure, would otherwise wait an hour.
     @Test func aHostThatIsReachableAgainEndsTheOtherLoopsBackoff() async throws {

@@ -108,10 +108,16 @@ final class TransportRunner: Sendable {
             do throws(SyncFailure) {
                 setState("pushing")
                 lastPush = ContinuousClock.now
-                try await pushRound()
+                let pushed = try await pushRound()
                 failures = 0
-                succeeded(.push)
-                reachedHost(by: .push)
+                if pushed {
+                    reachedHost(by: .push)
+                } else {
+                    // Nothing to push: no earlier push failure is still in the way (the records
+                    // it held went out through another round or stopped needing it), but the
+                    // host was not asked anything, so it is no success either.
+                    cleared(.push)
+                }
                 setState("idle")
                 await pushSignal.wait(timeout: options.pollInterval)
                 woken = true
@@ -152,8 +158,10 @@ final class TransportRunner: Sendable {
     /// next is read, sealed and its attachments uploaded; a batch leaves as soon as there is
     /// room, and outcomes are recorded in batch order. A failure stops the round (what was not
     /// acknowledged stays in the outbox, and batches already sent are answered as duplicates
-    /// when sent again) and is thrown.
-    private func pushRound() async throws(SyncFailure) {
+    /// when sent again) and is thrown. Returns whether anything was pushed (an empty outbox asks
+    /// nothing of the host, so it proves nothing about it).
+    @discardableResult
+    private func pushRound() async throws(SyncFailure) -> Bool {
         let window = max(1, transport.pushesInFlight)
         var sending: [(batch: PreparedBatch, task: Task<Result<[PushOutcome], TransportFailure>, Never>)] = []
         func abandon() async {
@@ -162,6 +170,7 @@ final class TransportRunner: Sendable {
             sending.removeAll()
         }
         var next = try await prepareBatch(after: 0)
+        var pushed = false
         while true {
             // Fill the window, reading ahead one batch beyond what is on its way.
             while sending.count < window, let batch = next {
@@ -173,7 +182,7 @@ final class TransportRunner: Sendable {
                     throw error
                 }
             }
-            guard !sending.isEmpty else { return }
+            guard !sending.isEmpty else { return pushed }
             let (batch, task) = sending.removeFirst()
             let outcomes: [PushOutcome]
             switch await withTaskCancellationHandler(operation: { await task.value }, onCancel: { task.cancel() }) {
@@ -188,6 +197,7 @@ final class TransportRunner: Sendable {
                 await abandon()
                 throw error
             }
+            pushed = true
             succeeded(.push)
         }
     }
@@ -511,6 +521,15 @@ final class TransportRunner: Sendable {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         healthState.withLock { h in
             h.lastSuccessAt = now
+            h.failing[loop.name] = nil
+            h.retryAt = h.failing.values.map(\.retryAt).min()
+            if h.failing.isEmpty, h.state == "backoff" || h.state == "failed" { h.state = "idle" }
+        }
+    }
+
+    /// `loop`'s failure, if any, no longer stands, though the host was not reached.
+    private func cleared(_ loop: Loop) {
+        healthState.withLock { h in
             h.failing[loop.name] = nil
             h.retryAt = h.failing.values.map(\.retryAt).min()
             if h.failing.isEmpty, h.state == "backoff" || h.state == "failed" { h.state = "idle" }

@@ -40,7 +40,7 @@ enum StatusCommand: Command {
             var transports = Table("TRANSPORT", "SPACE", "KIND", "STATE", "PENDING", "LAST SUCCESS", "PROBLEM")
             for transport in status.transports {
                 // What is wrong now; the latest failure, put right or not, is the summary's.
-                let problem = transport.transportMessage ?? transport.problem ?? "-"
+                let problem = transport.problem ?? transport.transportMessage ?? "-"
                 transports.add(transport.name, transport.space, transport.kind, transport.state ?? "-", String(transport.pending),
                                Format.time(transport.lastSuccessAt), problem)
             }

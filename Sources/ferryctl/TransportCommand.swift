@@ -45,7 +45,7 @@ enum TransportCommand: Command {
             for t in list {
                 // Only what is wrong now: an error that a later success of the same loop put
                 // right is history (`ferryctl status` shows the last one with its time).
-                let problem = t.transportMessage ?? t.problem ?? "-"
+                let problem = t.problem ?? t.transportMessage ?? "-"
                 table.add(t.name, t.space, t.kind, t.location ?? "-", t.state ?? "-", String(t.pending),
                           Format.time(t.lastSuccessAt), problem)
             }

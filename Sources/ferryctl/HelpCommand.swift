@@ -119,23 +119,7 @@ enum HelpCommand: Command {
     /// The words of a synopsis, a bracketed or parenthesized group counting as one, so that a
     /// wrapped usage never breaks inside `[--where FIELD=VALUE ...]`.
     private static func groups(_ synopsis: String) -> [String] {
-        var out: [String] = []
-        var current = ""
-        var depth = 0
-        for character in synopsis {
-            switch character {
-            case "(", "[": depth += 1
-            case ")", "]": depth -= 1
-            case " " where depth == 0:
-                if !current.isEmpty { out.append(current) }
-                current = ""
-                continue
-            default: break
-            }
-            current.append(character)
-        }
-        if !current.isEmpty { out.append(current) }
-        return out
+        split(synopsis, at: " ").filter { !$0.isEmpty }
     }
 
     /// `text` with each paragraph (lines that do not start with a space, up to a blank line)
@@ -162,14 +146,19 @@ enum HelpCommand: Command {
     /// `synopsis` split at the `|` that are outside brackets and parentheses:
     /// `ls | add NAME relay URL (--code CODE | --token TOKEN)` is two alternatives.
     private static func topLevelAlternatives(_ synopsis: String) -> [String] {
+        split(synopsis, at: "|")
+    }
+
+    /// `text` split at each `separator` outside brackets and parentheses, each part trimmed.
+    private static func split(_ text: String, at separator: Character) -> [String] {
         var parts: [String] = []
         var current = ""
         var depth = 0
-        for character in synopsis {
+        for character in text {
             switch character {
             case "(", "[": depth += 1
             case ")", "]": depth -= 1
-            case "|" where depth == 0:
+            case separator where depth == 0:
                 parts.append(current.trimmingCharacters(in: .whitespaces))
                 current = ""
                 continue

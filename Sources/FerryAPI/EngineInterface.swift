@@ -117,7 +117,8 @@ public enum EngineInterface {
     # that a file-sync tool keeps in sync between devices. kind "relay": location is the
     # relay's URL (http or https), with either a pairing code from another device of the
     # owner (RelayPairingCode) or a token the relay's operator created. Adding an existing
-    # name again replaces its configuration.
+    # name again replaces its configuration; one declared in ferryd.conf is changed there
+    # (TransportDeclared), since a reload would change it back.
     method AddTransport(space: ?string, name: string, kind: string, location: string, code: ?string, token: ?string) -> (transport: TransportStatus)
 
     # A short-lived, one-time code another device redeems with AddTransport(kind: "relay",

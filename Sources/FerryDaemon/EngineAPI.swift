@@ -185,6 +185,10 @@ struct EngineAPI: Sendable {
             throw ErrorMapping.invalidArgument(error.parameter, error.message, interface: EngineInterface.name)
         }
         let store = self.store
+        // Changed here, a reload would change it back: the config file is where it changes.
+        if (try? await run({ () throws(FerryError) in try DeclaredTransports.isDeclared(space: space, name: name, in: store) })) == true {
+            throw ErrorMapping.transportDeclared(space: space, name: name, file: configPath, changing: true)
+        }
         let configured = (try? await run { () throws(FerryError) in try store.transports(space: space) }) ?? []
         // Two transports of one space at one place would write the same files as one device.
         if let twin = configured.first(where: { $0.name != name && TransportConfiguration.samePlace($0, kind: kind, config: config) }) {

@@ -44,11 +44,14 @@ enum ErrorMapping {
     }
 
     /// A transport the config file declares, which only the file can remove for good.
-    static func transportDeclared(space: String, name: String, file: String) -> VarlinkError {
+    /// A transport ferryd.conf declares was to be removed (`changing` false) or reconfigured
+    /// here: a reload would undo it, so the file is where it changes.
+    static func transportDeclared(space: String, name: String, file: String, changing: Bool = false) -> VarlinkError {
         VarlinkError(EngineInterface.name + ".TransportDeclared", parameters: [
             "space": .string(space), "name": .string(name), "file": .string(file),
-            "message": .string("transport \(name) of space \(space) is declared in \(file) ([Transport \(name)]), so removing it "
-                + "here would last only until ferryd reloads or restarts: delete its section from that file, then reload ferryd "
+            "message": .string("transport \(name) of space \(space) is declared in \(file) ([Transport \(name)]), so "
+                + (changing ? "changing" : "removing") + " it here would last only until ferryd reloads or restarts: "
+                + (changing ? "change" : "delete") + " its section in that file, then reload ferryd "
                 + "('systemctl --user reload ferryd', or send it SIGHUP)"),
         ])
     }

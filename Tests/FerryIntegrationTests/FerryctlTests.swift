@@ -217,6 +217,10 @@ import Testing
                 && declared.stderr.contains("reload"), "\(declared)")
         #expect(declared.stdout.isEmpty, "\(declared)")
         #expect(try ctl.run(["transport", "ls"]).stdout.contains("declared"), "still there")
+        let changed = try ctl.run(["transport", "add", "declared", "folder", NSTemporaryDirectory()])
+        #expect(changed.status == 1 && changed.stderr.contains("io.ferry.Engine.TransportDeclared")
+                && changed.stderr.contains("changing it here"), "\(changed)")
+        #expect(try ctl.run(["transport", "ls"]).stdout.contains(folder), "unchanged")
         // (Another folder: one space syncs through a folder with one transport.)
         let otherFolder = folder + "-own"
         try FileManager.default.createDirectory(atPath: otherFolder, withIntermediateDirectories: true)

@@ -12,7 +12,8 @@ enum RelayCommand: Command {
         phrase): 'ferryctl transport add NAME relay URL --code CODE'.
         status: what the relay holds for the space's owner (events, bytes, blobs, quota).
         delete-copy: deletes the relay's copy of the owner's data; the data on this device
-        stays. Remove the transport too ('ferryctl transport rm NAME') to stop syncing there.
+        stays. Devices that keep the transport start over and fill the relay again: to leave
+        it empty, first remove the transport ('ferryctl transport rm NAME') on every device.
         NAME picks the relay transport when the space has several.
         """
     static let options = [OptionSpec("yes", help: "for delete-copy: yes, delete the relay's copy")]

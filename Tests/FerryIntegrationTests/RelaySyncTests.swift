@@ -139,6 +139,18 @@ import Testing
         #expect(try await eventually(.seconds(60)) { try await b.records().count == 201 })
         let status = try ctl.run(["relay", "status", "--json"]).json()
         #expect(status["events"]?.intValue ?? 0 >= 200)
+        // The delete refused every earlier cursor, so the devices started over and filled the
+        // relay again: a device paired after it gets everything, not only what came after.
+        #expect(try await eventually(.seconds(60)) {
+            (try ctl.run(["relay", "status", "--json"]).json()["events"]?.intValue ?? 0) >= 201
+        })
+        let c = try SyncDevice("c")
+        try c.start()
+        try await c.joinOwner(of: a)
+        let (code, _) = try await a.client().relayPairingCode()
+        _ = try await c.client().addTransport(name: "relay", kind: "relay", location: relay.url, code: code)
+        #expect(try await eventually(.seconds(60)) { try await c.records().count == 201 })
+        #expect(try await c.records() == a.records())
     }
 
     @Test(arguments: RelaySyncTests.backends) func compactionWhileADeviceIsOfflineSkipsNothingThatSurvives(_ storage: String) async throws {

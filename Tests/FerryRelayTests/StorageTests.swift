@@ -129,15 +129,17 @@ import Testing
         #expect(try s.addBlob(owner, key: String(repeating: "a", count: 64), size: size, quotaBytes: 0, now: 3))
         #expect(try !s.addBlob(owner, key: String(repeating: "a", count: 64), size: size, quotaBytes: 0, now: 3))
         #expect(throws: RelayStorageError.self) { try s.push(owner, events: [TestEnvelopes.incoming(e[1])], quotaBytes: 1 << 30, now: 4) }
-        // Deleting the relay copy frees it; sequence numbers keep growing.
-        let cursor = try s.pull(owner, after: .start, limit: 10, maxBytes: 1 << 20).cursor
+        // Deleting the relay copy frees it.
         #expect(try s.deleteOwnerData(owner) == [String(repeating: "a", count: 64)])
+        #expect(try s.usage(owner)!.events == 0)
         #expect(try s.push(owner, events: [TestEnvelopes.incoming(e[1])], quotaBytes: 1 << 30, now: 5) == [.stored])
-        #expect(try s.pull(owner, after: cursor, limit: 10, maxBytes: 1 << 20).events == [e[1].encoded])
+        #expect(try s.pull(owner, after: .start, limit: 10, maxBytes: 1 << 20).events == [e[1].encoded])
     }
 
-    /// Every cursor handed out stays good: after a tombstone sweep, compaction and deleting the
-    /// relay copy, which keep the sequence; no cursor is an empty page at worst.
+    /// Every cursor handed out stays good after a tombstone sweep and compaction, which keep the
+    /// sequence; no cursor is an empty page at worst. Deleting the relay copy is the exception:
+    /// every cursor handed out before is refused (`lost_data`), as after a restore, so a device
+    /// still syncing starts over and fills the relay again; the numbering goes on past them.
     @Test(arguments: TestBackend.allCases) func cursorsHandedOutStayGood(_ backend: TestBackend) throws {
         let s = try storage(backend)
         func pull(_ cursor: Int64) throws -> EventPage { try s.pull(owner, after: Cursor(cursor), limit: 10, maxBytes: 1 << 20) }
@@ -156,15 +158,21 @@ import Testing
         let v2 = TestEnvelopes.make(owner: owner, stream: stream, millis: 2000)
         _ = try s.push(owner, events: [TestEnvelopes.incoming(v2)], quotaBytes: 1 << 30, now: 12)
         #expect(try pull(1).events == [v2.encoded] && pull(2).events == [v2.encoded])
-        // Deleting the relay copy keeps the sequence.
+        // Deleting the relay copy refuses every cursor handed out before (the newest was 3).
         _ = try s.deleteOwnerData(owner)
-        for cursor: Int64 in [0, 1, 3] {
-            let page = try pull(cursor)
-            #expect(page.events.isEmpty && page.cursor == Cursor(cursor) && !page.more)
+        let offset = try #require(Cursor.offsetAfterRestore(offset: 0, nextSeq: 4))
+        for cursor: Int64 in [1, 2, 3] {
+            #expect(throws: RelayStorageError.cursorLost(owner: owner, cursor: Cursor(cursor), why: .beforeRestore(lowest: Cursor(offset)))) {
+                try pull(cursor)
+            }
         }
+        let empty = try pull(0)
+        #expect(empty.events.isEmpty && empty.cursor == .start && !empty.more)
+        // The numbering goes on past them: the next event is seq 4, cursor offset + 4.
         let v3 = TestEnvelopes.make(owner: owner, stream: stream, millis: 3000)
         _ = try s.push(owner, events: [TestEnvelopes.incoming(v3)], quotaBytes: 1 << 30, now: 13)
-        #expect(try pull(3).events == [v3.encoded] && pull(3).cursor == Cursor(4))
+        #expect(try pull(0).events == [v3.encoded] && pull(0).cursor == Cursor(offset + 4))
+        #expect(try pull(offset + 4).events.isEmpty)
     }
 
     /// A cursor beyond the newest the owner was ever given was never handed out: the storage was

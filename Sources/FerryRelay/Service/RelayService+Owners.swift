@@ -17,11 +17,14 @@ extension RelayService {
         return .json(200, .object(object))
     }
 
-    /// `DELETE /v1/owners/{owner}`: the relay copy goes; the owner, its tokens and its sequence stay.
+    /// `DELETE /v1/owners/{owner}`: the relay copy goes; the owner and its tokens stay. Every
+    /// cursor handed out before is refused from then on (409 `lost_data`), and waiting pulls are
+    /// woken to hear it, so devices still syncing here start over and fill the relay again.
     func deleteOwner(_ owner: OwnerID) throws(RelayError) -> HTTPResponse {
         let keys: [String]
         do { keys = try storage.deleteOwnerData(owner) } catch { throw storageFailure(error) }
         blobs.remove(owner, keys: keys)
+        hub.notify(owner)
         logger.notice("deleted the relay copy of an owner's data", ["owner": owner.description, "blobs": String(keys.count)])
         return HTTPResponse(status: 204)
     }

@@ -18,7 +18,9 @@ public protocol RelayStorage: Sendable {
     /// Usage counters and the quota override; nil for an unknown owner.
     func usage(_ owner: OwnerID) throws(RelayStorageError) -> OwnerUsage?
     /// Deletes the owner's events and blob records (keeping the owner, its tokens and its
-    /// sequence), and returns the blob keys whose files the caller removes.
+    /// sequence), moves its cursor offset past every cursor handed out before (those are
+    /// refused from then on, as after a restore), and returns the blob keys whose files the
+    /// caller removes.
     func deleteOwnerData(_ owner: OwnerID) throws(RelayStorageError) -> [String]
     /// Events stored over all owners (for metrics).
     func totalEvents() throws(RelayStorageError) -> Int64

@@ -93,6 +93,20 @@ public final class SQLiteRelayStorage: RelayStorage, @unchecked Sendable {
                 s.bind(1, blob: owner.bytes)
                 try s.run()
             }
+            // Every cursor handed out before now points into a copy that is gone: refuse them
+            // all (409 lost_data), so a device still syncing here starts over and fills the
+            // relay again instead of leaving it with only what is written from now on.
+            let head = try db.cached("SELECT next_seq, cursor_offset FROM owners WHERE owner = ?")
+            head.bind(1, blob: owner.bytes)
+            guard try head.step() else { throw RelayStorageError.unknownOwner(owner) }
+            let (nextSeq, offset) = (head.int64(0), head.int64(1))
+            head.resetKeepingBindings()
+            guard let moved = Cursor.offsetAfterRestore(offset: offset, nextSeq: nextSeq) else {
+                throw RelayStorageError.database(context: "renumbering cursors", message: "the owner's cursor numbers are used up")
+            }
+            let u = try db.cached("UPDATE owners SET cursor_offset = ? WHERE owner = ?")
+            u.bind(1, moved); u.bind(2, blob: owner.bytes)
+            try u.run()
             return keys
         }
     }

@@ -97,7 +97,7 @@ public final class PostgresRelayStorage: RelayStorage, Sendable {
 
     public func deleteOwnerData(_ owner: OwnerID) throws(RelayStorageError) -> [String] {
         try run("deleting owner data", write: true) { db in
-            _ = try lockOwner(db, owner)
+            let (_, nextSeq) = try lockOwner(db, owner)
             let o = PostgresValue.bytes(owner.bytes)
             let list = try db.execute("SELECT key FROM blobs WHERE owner = $1 ORDER BY key", [o])
             let keys = (0..<list.count).map { list.text($0, 0) ?? "" }
@@ -107,6 +107,16 @@ public final class PostgresRelayStorage: RelayStorage, Sendable {
             try db.execute("DELETE FROM events WHERE owner = $1", [o])
             try db.execute("DELETE FROM blobs WHERE owner = $1", [o])
             try db.execute("UPDATE owners SET events = 0, event_bytes = 0, blobs = 0, blob_bytes = 0 WHERE owner = $1", [o])
+            // Every cursor handed out before now points into a copy that is gone: refuse them
+            // all (409 lost_data), so a device still syncing here starts over and fills the
+            // relay again instead of leaving it with only what is written from now on. Waiting
+            // pulls on every relay are woken to be told.
+            let offset = try db.execute("SELECT cursor_offset FROM owners WHERE owner = $1", [o]).int64(0, 0)
+            guard let moved = Cursor.offsetAfterRestore(offset: offset, nextSeq: nextSeq) else {
+                throw RelayStorageError.database(context: "renumbering cursors", message: "the owner's cursor numbers are used up")
+            }
+            try db.execute("UPDATE owners SET cursor_offset = $1 WHERE owner = $2", [.int(moved), o])
+            try db.execute("SELECT pg_notify($1, $2)", [.text(PostgresRelayStorage.channel), .text(owner.description)])
             return keys
         }
     }

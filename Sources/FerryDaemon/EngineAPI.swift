@@ -237,16 +237,26 @@ struct EngineAPI: Sendable {
             guard (8...512).contains(token.utf8.count), token.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
                 throw .init(parameter: "token", message: "the token is not one a relay issues (printable, 8 to 512 characters)")
             }
+            // A token the relay refuses is refused here, not found out later from a failing
+            // sync. A relay that cannot be reached now (offline) does not stop the add.
+            let keys = try await ownerKeys(space)
+            do { try await RelayAccount.checkToken(url: url, owner: keys.owner, token: token) } catch {
+                switch error {
+                case .unauthorized:
+                    throw .init(parameter: "token", message: "the relay refused the token for owner \(keys.owner) of space \(space): "
+                        + "\(error.message)")
+                case .rejected:
+                    throw .init(parameter: "location", message: error.message)
+                default:
+                    break
+                }
+            }
             return TransportConfiguration.relay(url: url, token: token)
         }
         guard let code, !code.isEmpty, code.utf8.count < 128 else {
             throw .init(parameter: "code", message: "a relay transport needs --code CODE (from 'ferryctl relay pair' on a paired device) or --token TOKEN")
         }
-        let sync = self.sync
-        let keys: OwnerKeys
-        do { keys = try await Blocking.run { () throws(FerryError) in try sync.keyring.keys(for: space) } } catch {
-            throw .init(parameter: "space", message: "\(error)")
-        }
+        let keys = try await ownerKeys(space)
         let grant: RelayAccount.Grant
         do { grant = try await RelayAccount.redeem(url: url, code: code, device: "ferryd \(store.nodeID)") } catch {
             throw .init(parameter: "code", message: error.message)
@@ -255,6 +265,14 @@ struct EngineAPI: Sendable {
             throw .init(parameter: "code", message: "the code is for owner \(grant.owner), but space \(space) belongs to owner \(keys.owner): restore that owner's recovery phrase here first ('ferryctl owner restore'), then pair again")
         }
         return TransportConfiguration.relay(url: url, token: grant.token)
+    }
+
+    /// The owner keys of `space`, for checking what a relay says about its owner.
+    private func ownerKeys(_ space: String) async throws(TransportConfiguration.Problem) -> OwnerKeys {
+        let sync = self.sync
+        do { return try await Blocking.run { () throws(FerryError) in try sync.keyring.keys(for: space) } } catch {
+            throw .init(parameter: "space", message: "\(error)")
+        }
     }
 
     /// The relay transport of a space a relay method acts on (`name`, or the only one), with

@@ -153,6 +153,35 @@ import Testing
         #expect(try await c.records() == a.records())
     }
 
+    /// `transport add --token` asks the relay: a token it refuses (unknown, or another owner's)
+    /// is refused at once, with nothing added; a relay that cannot be reached does not stop it.
+    @Test func aTokenTheRelayRefusesIsRefusedWhenTheTransportIsAdded() async throws {
+        let relay = try RelayHarness()
+        try relay.start()
+        let a = try SyncDevice("a")
+        try a.start()
+        let client = try a.client()
+        let owner = try #require(try await client.spaces().first { $0.name == "private" }?.owner)
+        let (token, _) = try relay.createOwner(owner)
+        let (otherToken, _) = try relay.createOwner(String(repeating: "ab", count: 16))
+        for (bad, why) in [("not-a-token-\(UUID().uuidString)", "unknown"), (otherToken, "another owner's")] {
+            var refusal: FerryClientError?
+            do {
+                _ = try await client.addTransport(name: "relay", kind: "relay", location: relay.url, token: bad)
+            } catch {
+                refusal = error
+            }
+            let text = refusal.map { "\($0)" } ?? "\(why) token was accepted"
+            #expect(text.contains("refused the token"), "\(text)")
+        }
+        #expect(try await client.transports().isEmpty)
+        _ = try await client.addTransport(name: "relay", kind: "relay", location: relay.url, token: token)
+        // Offline: the relay is stopped; the add goes ahead (the transport shows the problem).
+        _ = relay.stop()
+        _ = try await client.addTransport(name: "relay", kind: "relay", location: relay.url, token: otherToken)
+        #expect(try await client.transports().count == 1)
+    }
+
     @Test(arguments: RelaySyncTests.backends) func compactionWhileADeviceIsOfflineSkipsNothingThatSurvives(_ storage: String) async throws {
         let (relay, devices, owner) = try await Self.setUp(2, storage: storage)
         let (a, b) = (devices[0], devices[1])

@@ -42,6 +42,19 @@ public enum RelayAccount {
         return Grant(owner: owner, token: token)
     }
 
+    /// Checks that the relay takes `token` for reading `owner`'s events (one event at most is
+    /// asked for, without waiting).
+    /// - Throws: `.unauthorized` when the relay refuses the token (unknown, revoked, or not for
+    ///   this owner), `.unavailable` when the relay cannot be reached, else what the reply means.
+    public static func checkToken(url: URL, owner: OwnerID, token: String) async throws(TransportFailure) {
+        let session = RelayHTTP.makeSession()
+        defer { session.finishTasksAndInvalidate() }
+        let http = RelayHTTP(base: url, token: token, session: session)
+        let reply = try await http.send(http.request("GET", "v1/owners/\(owner)/events", query: [("limit", "1")]), what: "checking the token")
+        // A relay answers 404 only for a path it does not serve: not a Ferry relay at this URL.
+        if reply.status == 404 { throw .rejected("checking the token: \(url.absoluteString) answered 404; is it the URL of a Ferry relay?") }
+    }
+
     /// The owner's usage on the relay, as the relay reports it (`events`, `bytes`, `blobs`,
     /// `blobBytes`, `quotaBytes`, `lastPushAt`).
     public static func usage(url: URL, owner: OwnerID, token: String) async throws(TransportFailure) -> [String: Int64] {

@@ -62,7 +62,10 @@ public enum EngineInterface {
       transport: string,
       acknowledged: ?string,
       error: ?string,
-      errorHlc: ?string
+      errorHlc: ?string,
+      # Set while the transport takes nothing at all (its pushes fail as a whole, for example
+      # a relay over its quota): why, as the transport's "push: ..." problem says it.
+      held: ?string
     )
 
     # A record some transport still needs.
@@ -101,8 +104,9 @@ public enum EngineInterface {
     )
 
     # The outbox: every queued record with each transport's state. errorsOnly keeps
-    # the entries some transport rejected. At most limit entries (default 1000), fewer
-    # when more would not fit in one message.
+    # the entries some transport rejected, and those waiting for a transport that takes
+    # nothing now (its pushes fail as a whole: their delivery says why in held). At most
+    # limit entries (default 1000), fewer when more would not fit in one message.
     method Outbox(space: ?string, errorsOnly: ?bool, limit: ?int) -> (entries: []OutboxEntry)
 
     # Starts a sync round now (of one space, or all) instead of waiting for the next trigger.

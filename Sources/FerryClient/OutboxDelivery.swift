@@ -11,12 +11,16 @@ public struct OutboxDelivery: Sendable, Hashable {
     public var error: String?
     /// The stamp of the version it rejected.
     public var errorHlc: String?
+    /// Why the transport takes nothing now (its pushes fail as a whole), while it waits for this
+    /// entry; nil while it takes entries.
+    public var held: String?
 
-    public init(transport: String, acknowledged: String?, error: String?, errorHlc: String?) {
+    public init(transport: String, acknowledged: String?, error: String?, errorHlc: String?, held: String? = nil) {
         self.transport = transport
         self.acknowledged = acknowledged
         self.error = error
         self.errorHlc = errorHlc
+        self.held = held
     }
 
     /// Reads the wire form.
@@ -26,6 +30,7 @@ public struct OutboxDelivery: Sendable, Hashable {
         acknowledged = try json.optionalString("acknowledged")
         error = try json.optionalString("error")
         errorHlc = try json.optionalString("errorHlc")
+        held = try json.optionalString("held")
     }
 
     /// The wire form.
@@ -34,6 +39,7 @@ public struct OutboxDelivery: Sendable, Hashable {
         object.setIfPresent("acknowledged", acknowledged.json)
         object.setIfPresent("error", error.json)
         object.setIfPresent("errorHlc", errorHlc.json)
+        object.setIfPresent("held", held.json)
         return .object(object)
     }
 }

@@ -112,17 +112,32 @@ struct EngineAPI: Sendable {
             throw ErrorMapping.invalidArgument("limit", "limit is 1 to 100000", interface: EngineInterface.name)
         }
         let store = self.store
-        let entries = try await run { () throws(FerryError) in try store.outbox(space: space, errorsOnly: errorsOnly, limit: limit) }
+        // Transports whose pushes fail as a whole (a relay over its quota, unreachable, or
+        // refusing the token) take nothing: every entry waiting for them is held, and says why.
+        var held: [String: [String: String]] = [:]
+        for state in await sync.states() where space == nil || state.space == space {
+            if let why = state.health.failure(of: "push") { held[state.space, default: [:]][state.info.name] = why }
+        }
+        let heldList = held.flatMap { space, transports in transports.keys.map { (space: space, transport: $0) } }
+        let entries = try await run { () throws(FerryError) in
+            try store.outbox(space: space, errorsOnly: errorsOnly, held: heldList, limit: limit)
+        }
         var out: [JSONValue] = []
         // Outbox has no paging: entries stop where one more would not fit in one message.
         var bytes = #"{"entries":[]}"#.utf8.count
         for e in entries {
-            let deliveries: [JSONValue] = e.deliveries.map { d in
+            let heldHere = held[e.space] ?? [:]
+            var deliveries: [JSONValue] = e.deliveries.map { d in
                 var o: [String: JSONValue] = ["transport": .string(d.transport)]
                 if let a = d.acknowledged { o["acknowledged"] = .string(a.text) }
                 if let err = d.error { o["error"] = .string(err) }
                 if let s = d.errorStamp { o["errorHlc"] = .string(s.text) }
+                let taken = (d.acknowledged.map { $0 >= e.hlc } ?? false) || (d.errorStamp.map { $0 >= e.hlc } ?? false)
+                if !taken, let why = heldHere[d.transport] { o["held"] = .string(why) }
                 return .object(o)
+            }
+            for (transport, why) in heldHere.sorted(by: { $0.key < $1.key }) where !e.deliveries.contains(where: { $0.transport == transport }) {
+                deliveries.append(["transport": .string(transport), "held": .string(why)])
             }
             let entry = JSONValue.object([
                 "space": .string(e.space), "entity": .string(e.entity), "id": .string(e.id), "hlc": .string(e.hlc.text),

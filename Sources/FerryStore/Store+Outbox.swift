@@ -1,3 +1,4 @@
+import FerryJSON
 import FerryModel
 import FerrySQLite
 
@@ -222,19 +223,38 @@ extension Store {
     }
 
     /// The outbox: every queued record with each transport's state (errors included).
-    public func outbox(space: String? = nil, errorsOnly: Bool = false, limit: Int = 1000) throws(FerryError) -> [OutboxEntry] {
+    /// - Parameters:
+    ///   - errorsOnly: only entries a transport refused, and entries waiting for a transport in
+    ///     `held` (one that cannot take anything now, such as a relay over its quota).
+    ///   - held: transports, by space, whose pushes fail as a whole; with `errorsOnly`, an entry
+    ///     that one of them has not taken counts as an error.
+    public func outbox(space: String? = nil, errorsOnly: Bool = false, held: [(space: String, transport: String)] = [],
+                       limit: Int = 1000) throws(FerryError) -> [OutboxEntry] {
         let catalog = self.catalog
         var sid: Int64?
         if let space { sid = try catalog.sid(space) }
+        var heldList: [JSONValue] = []
+        for h in held {
+            guard let heldSID = try? catalog.sid(h.space) else { continue }
+            heldList.append([.int(heldSID), .string(h.transport)])
+        }
+        let heldJSON = JSONWriter.string(.array(heldList))
         return try read("reading the outbox", slow: true) { db in
             // With errorsOnly the filter is in the query, so `limit` counts entries with errors.
+            // Waiting for a held transport: no acknowledgement or refusal of this version by it.
             let statement = try db.prepare("""
                 SELECT o.rid, o.sid, r.entity, r.id, o.hlc, o.seq, o.queued_at FROM outbox o JOIN records r ON r.rid = o.rid
                 WHERE (?1 IS NULL OR o.sid = ?1)
-                  AND (?3 = 0 OR EXISTS (SELECT 1 FROM outbox_delivery d WHERE d.rid = o.rid AND d.error IS NOT NULL))
+                  AND (?3 = 0
+                       OR EXISTS (SELECT 1 FROM outbox_delivery d WHERE d.rid = o.rid AND d.error IS NOT NULL)
+                       OR EXISTS (SELECT 1 FROM json_each(?4) h
+                                  WHERE json_extract(h.value, '$[0]') = o.sid
+                                    AND NOT EXISTS (SELECT 1 FROM outbox_delivery d
+                                                    WHERE d.rid = o.rid AND d.transport = json_extract(h.value, '$[1]')
+                                                      AND (d.acked_hlc >= r.hlc OR d.error_hlc >= r.hlc))))
                 ORDER BY o.seq LIMIT ?2
                 """)
-            statement.bind(1, sid); statement.bind(2, limit); statement.bind(3, errorsOnly)
+            statement.bind(1, sid); statement.bind(2, limit); statement.bind(3, errorsOnly); statement.bind(4, heldJSON)
             let deliveries = try db.cached(
                 "SELECT transport, acked_hlc, error, error_hlc FROM outbox_delivery WHERE rid = ? ORDER BY transport")
             var out: [OutboxEntry] = []

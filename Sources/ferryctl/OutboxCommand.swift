@@ -10,7 +10,7 @@ enum OutboxCommand: Command {
     static let details = "Without --space it lists every space's outbox."
     static let takesSpace = true
     static let options = [
-        OptionSpec("errors", help: "only entries a transport rejected"),
+        OptionSpec("errors", help: "only entries a transport rejected or cannot take now"),
         OptionSpec("limit", value: "N", help: "at most N entries"),
     ]
 
@@ -26,7 +26,7 @@ enum OutboxCommand: Command {
             return
         }
         guard !entries.isEmpty else {
-            Output.note(arguments.has("errors") ? "no rejected entries in the outbox" : "the outbox is empty: everything is sent")
+            Output.note(arguments.has("errors") ? "no rejected or held entries in the outbox" : "the outbox is empty: everything is sent")
             return
         }
         var table = Table("SPACE", "ENTITY", "ID", "HLC", "QUEUED", "TRANSPORTS")
@@ -42,6 +42,9 @@ enum OutboxCommand: Command {
         return entry.deliveries.map { delivery in
             if let error = delivery.error {
                 return "\(delivery.transport): rejected (\(Format.truncate(error, to: 80)))"
+            }
+            if let held = delivery.held {
+                return "\(delivery.transport): held (\(Format.truncate(held, to: 80)))"
             }
             if let acknowledged = delivery.acknowledged {
                 return delivery.transport + (acknowledged == entry.hlc ? ": sent" : ": older version sent")

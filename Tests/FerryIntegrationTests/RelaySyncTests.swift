@@ -129,6 +129,10 @@ import Testing
         _ = try await a.client().putMany(items)
         #expect(try await eventually(.seconds(30)) { try await a.transport("relay")?.lastErrorKind == "quota" })
         #expect(try await a.client().status().outbox == 200)
+        // The outbox says why nothing goes: every waiting entry is held by the relay's quota.
+        let held = try await a.client().outbox(errorsOnly: true)
+        #expect(held.count == 200, "\(held.count) held entries")
+        #expect(held.allSatisfy { $0.deliveries.contains { $0.transport == "relay" && ($0.held ?? "").contains("quota") } })
         // The user removes the relay's copy; the next round (SyncNow ends the backoff) fits.
         let ctl = try CtlRunner(socket: a.harness.socketPath)
         let refused = try ctl.run(["relay", "delete-copy"])

@@ -19,6 +19,8 @@ public struct TransportHealth: Sendable {
         let current = failing.sorted { $0.key > $1.key }.map { "\($0.key): \($0.value.text)" }
         return current.isEmpty ? nil : current.joined(separator: "; ")
     }
+    /// The failure of loop `loop` (`push` or `pull`) while it fails; nil while it works.
+    public func failure(of loop: String) -> String? { failing[loop]?.text }
     /// The loops failing now, by name (`push`, `pull`), with their failure and next retry.
     var failing: [String: (text: String, retryAt: Int64)] = [:]
     /// Envelopes pushed, envelopes pulled and applied, and envelopes refused since the start.

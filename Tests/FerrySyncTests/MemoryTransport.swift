@@ -15,6 +15,11 @@ final class MemoryLog: Sendable {
         /// When set, every push fails with it.
         var pushFailure: TransportFailure?
         var pushes = 0
+        /// When set, a push whose envelopes add up to more bytes fails with `.tooLarge` and
+        /// stores none of them, as ferry-relay refuses a body over its `MaxBodyBytes`.
+        var maxPushBytes: Int?
+        /// Pushes refused as too large.
+        var tooLarge = 0
         /// Pushes the transports of this log allow at once, how long each takes, and the most
         /// seen on their way together.
         var window = 1
@@ -64,6 +69,12 @@ final class MemoryTransport: Transport {
     func push(_ batch: [Envelope]) async throws(TransportFailure) -> [PushOutcome] {
         try check()
         if let failure = log.state.withLock({ $0.pushFailure }) { throw failure }
+        let bytes = batch.reduce(0) { $0 + $1.encoded.count }
+        if let refusal = log.state.withLock({ s -> String? in
+            guard let limit = s.maxPushBytes, bytes > limit else { return nil }
+            s.tooLarge += 1
+            return "the body is \(bytes) bytes; the limit is \(limit)"
+        }) { throw .tooLarge(refusal) }
         let delay = log.state.withLock { s -> Duration in
             s.pushing += 1
             s.mostPushing = max(s.mostPushing, s.pushing)

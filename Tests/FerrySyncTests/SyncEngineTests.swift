@@ -149,6 +149,36 @@ final class EngineDevice: Sendable {
         #expect(try await eventually { a.engine.health.first?.problem == nil && a.engine.health.first?.retryAt == nil })
     }
 
+    /// A record too large for the host does not hold back the records after it: the batch the
+    /// host refuses as too large is pushed in halves, the record refused on its own is rejected
+    /// for that transport (shown in the outbox's errors, with the reason and what to do), and the
+    /// rest arrives. A later version of that record is offered again.
+    @Test func aRecordTooLargeForTheHostIsRejectedAndTheRestGoesOn() async throws {
+        let log = MemoryLog()
+        log.state.withLock { $0.maxPushBytes = 4096 }
+        let (a, b) = try await Self.pair(log: log)
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        var requests = (0..<20).map { PutRequest(entity: "note", id: "n\($0)", payload: #"{"i":\#($0)}"#) }
+        requests.insert(PutRequest(entity: "note", id: "big", payload: #"{"pad":"\#(String(repeating: "z", count: 5000))"}"#), at: 10)
+        _ = try a.store.putMany(requests)
+        #expect(try await eventually { try (0..<20).allSatisfy { try b.store.get(entity: "note", id: "n\($0)") != nil } })
+        #expect(log.state.withLock { $0.tooLarge } >= 2)   // the whole batch, then the big record alone
+        let errors = try a.store.outbox(errorsOnly: true)
+        #expect(errors.map(\.id) == ["big"])
+        let refusal = try #require(errors.first?.deliveries.first { $0.transport == "m" }?.error)
+        #expect(refusal.hasPrefix("too large for m: ") && refusal.contains("the limit is 4096"), "\(refusal)")
+        #expect(try a.store.outbox().map(\.id) == ["big"])
+        #expect(try b.store.get(entity: "note", id: "big") == nil)
+        // The push loop is not failing: the refusal is the record's, not the transport's.
+        let health = try #require(a.engine.health.first)
+        #expect(health.problem == nil && health.refused == 1, "\(health)")
+        #expect(health.lastRefusal?.contains("note/big") == true, "\(String(describing: health.lastRefusal))")
+        // A new version of the record (one that fits) is offered again and arrives.
+        _ = try a.store.put(entity: "note", id: "big", payload: #"{"pad":"small now"}"#)
+        #expect(try await eventually { try b.store.get(entity: "note", id: "big")?.payload == #"{"pad":"small now"}"# })
+        #expect(try await eventually { try a.store.outbox().isEmpty })
+    }
+
     /// A push round with nothing to push asks the host nothing, so it is no success: a host
     /// that refuses every pull never shows a last success, however many idle rounds pass.
     @Test func anEmptyOutboxIsNoSuccess() async throws {

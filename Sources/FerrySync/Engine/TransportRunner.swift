@@ -206,7 +206,27 @@ final class TransportRunner: Sendable {
     private func send(_ batch: PreparedBatch) -> Task<Result<[PushOutcome], TransportFailure>, Never> {
         let transport = self.transport, envelopes = batch.envelopes
         return Task {
-            do throws(TransportFailure) { return .success(try await transport.push(envelopes)) } catch { return .failure(error) }
+            do throws(TransportFailure) {
+                return .success(try await Self.push(envelopes[...], to: transport))
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
+    /// Pushes `envelopes` and returns one outcome per envelope. A batch the transport refuses
+    /// as too large is pushed again in halves (and those in halves, as far as needed), so the
+    /// rest goes through; an envelope refused as too large on its own is rejected, which keeps
+    /// it in the outbox with the reason instead of holding every later record back.
+    private static func push(_ envelopes: ArraySlice<Envelope>, to transport: any Transport) async throws(TransportFailure) -> [PushOutcome] {
+        do {
+            return try await transport.push(Array(envelopes))
+        } catch {
+            guard case .tooLarge(let why) = error else { throw error }
+            if envelopes.count == 1 { return [.rejected("too large for \(transport.name): \(why)")] }
+            let middle = envelopes.startIndex + envelopes.count / 2
+            let first = try await push(envelopes[..<middle], to: transport)
+            return first + (try await push(envelopes[middle...], to: transport))
         }
     }
 

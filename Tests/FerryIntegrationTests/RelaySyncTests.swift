@@ -155,6 +155,8 @@ import Testing
         _ = try await a.client().putMany(items)
         #expect(try await eventually(.seconds(30)) { try await b.records().count == 100 }, "\(a.logTail)\n--- relay:\n\(relay.log)")
         #expect(try await b.records()["big"] == nil)
+        // The outcomes are recorded once the last part of the batch is answered.
+        #expect(try await eventually(.seconds(30)) { try await !a.client().outbox(errorsOnly: true).isEmpty })
         let errors = try await a.client().outbox(errorsOnly: true)
         #expect(errors.map(\.id) == ["big"], "\(errors)")
         let refusal = try #require(errors.first?.deliveries.first { $0.transport == "relay" }?.error)

@@ -163,13 +163,17 @@ final class EngineDevice: Sendable {
         _ = try a.store.putMany(requests)
         #expect(try await eventually { try (0..<20).allSatisfy { try b.store.get(entity: "note", id: "n\($0)") != nil } })
         #expect(log.state.withLock { $0.tooLarge } >= 2)   // the whole batch, then the big record alone
+        // The outcomes are recorded once the last part of the batch is answered.
+        #expect(try await eventually { try !a.store.outbox(errorsOnly: true).isEmpty })
         let errors = try a.store.outbox(errorsOnly: true)
         #expect(errors.map(\.id) == ["big"])
         let refusal = try #require(errors.first?.deliveries.first { $0.transport == "m" }?.error)
         #expect(refusal.hasPrefix("too large for m: ") && refusal.contains("the limit is 4096"), "\(refusal)")
         #expect(try a.store.outbox().map(\.id) == ["big"])
         #expect(try b.store.get(entity: "note", id: "big") == nil)
-        // The push loop is not failing: the refusal is the record's, not the transport's.
+        // The push loop is not failing: the refusal is the record's, not the transport's (counted
+        // just after the outbox records it).
+        #expect(await eventually { a.engine.health.first?.refused == 1 })
         let health = try #require(a.engine.health.first)
         #expect(health.problem == nil && health.refused == 1, "\(health)")
         #expect(health.lastRefusal?.contains("note/big") == true, "\(String(describing: health.lastRefusal))")

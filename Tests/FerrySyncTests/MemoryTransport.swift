@@ -20,6 +20,10 @@ final class MemoryLog: Sendable {
         var maxPushBytes: Int?
         /// Pushes refused as too large.
         var tooLarge = 0
+        /// When set, blobs put are kept but not shown (`hasBlob` and `getBlob` answer that none
+        /// is there) until it is cleared: as a synced folder's blob files that the sync tool
+        /// copies over after the segments that reference them.
+        var blobsHidden = false
         /// Pushes the transports of this log allow at once, how long each takes, and the most
         /// seen on their way together.
         var window = 1
@@ -131,12 +135,12 @@ final class MemoryTransport: Transport {
 
     func hasBlob(key: BlobKey) async throws(TransportFailure) -> Bool {
         try check()
-        return log.state.withLock { $0.blobs[key] != nil }
+        return log.state.withLock { !$0.blobsHidden && $0.blobs[key] != nil }
     }
 
     func getBlob(key: BlobKey, to path: String) async throws(TransportFailure) -> Bool {
         try check()
-        guard let bytes = log.state.withLock({ $0.blobs[key] }) else { return false }
+        guard let bytes = log.state.withLock({ $0.blobsHidden ? nil : $0.blobs[key] }) else { return false }
         return FileManager.default.createFile(atPath: path, contents: Data(bytes))
     }
 

@@ -13,7 +13,8 @@ final class EngineDevice: Sendable {
     let engine: SyncEngine
 
     /// `logs` maps a transport's configured location to the shared log it uses.
-    init(logs: [String: MemoryLog], backoff: (@Sendable (SyncFailure, Int) -> Duration)? = nil) throws {
+    init(logs: [String: MemoryLog], backoff: (@Sendable (SyncFailure, Int) -> Duration)? = nil,
+         configure: (inout SyncOptions) -> Void = { _ in }) throws {
         var config = StoreConfiguration(directory: dir.path + "/state")
         config.durability = .normal
         store = try Store(configuration: config)
@@ -22,6 +23,7 @@ final class EngineDevice: Sendable {
         options.debounce = .milliseconds(5)
         options.attachmentWait = .seconds(5)
         if let backoff { options.backoff = backoff }
+        configure(&options)
         engine = SyncEngine(store: store, options: options, log: .silent) { info, _, _ throws(TransportFailure) in
             guard let log = logs[info.config] else { throw .rejected("no log \(info.config)") }
             return MemoryTransport(name: info.name, log: log)
@@ -96,6 +98,38 @@ final class EngineDevice: Sendable {
         let blobs = log.state.withLock { $0.blobs }
         #expect(blobs.count == 1)
         #expect(blobs.keys.first != info.sha256)
+    }
+
+    /// A record whose attachment's blob had not arrived within the wait is applied without it;
+    /// the blob that arrives later is fetched then (looked for again with backoff), and the
+    /// attachment is readable.
+    @Test func anAttachmentThatArrivesAfterTheWaitIsFetchedLater() async throws {
+        let log = MemoryLog()
+        log.state.withLock { $0.blobsHidden = true }
+        let a = try EngineDevice(logs: ["shared": log])
+        let b = try EngineDevice(logs: ["shared": log], configure: { options in
+            options.attachmentWait = .milliseconds(300)
+            options.attachmentRetry = .milliseconds(200)
+            options.attachmentRetryMax = .seconds(1)
+        })
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        await a.engine.reconcile()
+        try await b.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
+        try await a.add("m", log: "shared")
+        try await b.add("m", log: "shared")
+        let bytes = Array("late attachment bytes".utf8)
+        let info = try a.store.putAttachment(bytes)
+        _ = try a.store.put(entity: "doc", id: "d1", payload: "{}", attachments: [info.sha256])
+        #expect(try await eventually { try b.store.get(entity: "doc", id: "d1") != nil })
+        #expect(try b.store.attachment(info.sha256)?.present == false)
+        #expect(throws: FerryError.attachmentMissing(sha256: info.sha256)) { try b.store.readAttachment(info.sha256) }
+        // Several looks find nothing (their wait grows), then the blob shows up.
+        try await Task.sleep(for: .milliseconds(800))
+        #expect(try b.store.missingAttachments() == [info.sha256])
+        log.state.withLock { $0.blobsHidden = false }
+        #expect(try await eventually(.seconds(10)) { try b.store.attachment(info.sha256)?.present == true })
+        #expect(try b.store.readAttachment(info.sha256) == bytes)
+        #expect(try b.store.missingAttachments().isEmpty)
     }
 
     @Test func anotherOwnersEnvelopesAreRefusedNeverApplied() async throws {

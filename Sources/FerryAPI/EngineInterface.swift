@@ -34,7 +34,7 @@ public enum EngineInterface {
       state: ?string,
       # The last failure (put right since or not), as a sentence that says what to do, and
       # its kind ("unavailable", "unauthorized", "quota", "rate-limited", "rejected",
-      # "host-lost-data", "local").
+      # "too-large", "host-lost-data", "local").
       lastError: ?string,
       lastErrorKind: ?string,
       lastErrorAt: ?int,

@@ -59,6 +59,32 @@ extension Store {
         }
     }
 
+    /// The attachments that current or losing versions of `space` reference but whose bytes are
+    /// not here (remote records applied before their blobs arrived), in SHA-256 order after
+    /// `after`, at most `limit`. The sync engine looks for these again; storing one
+    /// (`putAttachment`) makes it present. Cheap when none is missing: only the attachments
+    /// missing are matched against the space's records.
+    /// - Throws: `spaceNotFound`, `storage`.
+    public func missingAttachments(space: String = Store.privateSpace, after: String? = nil,
+                                   limit: Int = 100) throws(FerryError) -> [String] {
+        let sid = try catalog.sid(space)
+        return try read("listing missing attachments", slow: true) { db in
+            let statement = try db.cached("""
+                SELECT a.sha256 FROM attachments a
+                WHERE a.present = 0 AND a.refs > 0 AND a.sha256 > ?3
+                  AND (EXISTS (SELECT 1 FROM records r WHERE r.sid = ?1 AND instr(r.attachments, '"' || a.sha256 || '"') > 0)
+                       OR EXISTS (SELECT 1 FROM losers l JOIN records r ON r.rid = l.rid
+                                  WHERE r.sid = ?1 AND instr(l.attachments, '"' || a.sha256 || '"') > 0))
+                ORDER BY a.sha256 LIMIT ?2
+                """)
+            defer { statement.reset() }
+            statement.bind(1, sid); statement.bind(2, max(1, limit)); statement.bind(3, after ?? "")
+            var out: [String] = []
+            while try statement.step() { if let sha = statement.text(0) { out.append(sha) } }
+            return out
+        }
+    }
+
     /// The path of an attachment's file, for streaming it out; nil when its bytes are not here.
     public func attachmentPath(_ sha256: String) -> String? {
         guard Names.isSHA256Hex(sha256), AttachmentFiles.exists(sha256, root: configuration.attachmentsPath) else { return nil }

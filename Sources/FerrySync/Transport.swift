@@ -9,7 +9,9 @@ public protocol Transport: AnyObject, Sendable {
 
     /// Stores a batch of envelopes (at most `SyncLimits.maxBatchEnvelopes` of them and
     /// `SyncLimits.maxBatchBytes` in all). The answer has one outcome per envelope, in order.
-    /// Pushing an envelope again (the same owner and event id) answers `.duplicate`.
+    /// Pushing an envelope again (the same owner and event id) answers `.duplicate`. A batch
+    /// over the host's size limit throws `.tooLarge`, storing none of it: the engine pushes it
+    /// again in smaller batches.
     func push(_ batch: [Envelope]) async throws(TransportFailure) -> [PushOutcome]
 
     /// The envelopes stored after `cursor` (nil: from the beginning), at most `limit` of them.
@@ -99,13 +101,17 @@ public enum TransportFailure: Error, Sendable, Equatable, CustomStringConvertibl
     case unavailable(String)
     /// The request is wrong and will not succeed if repeated.
     case rejected(String)
+    /// The request is over the host's size limit (a push whose body is bigger than the host
+    /// takes): the engine pushes the batch again in halves, and records an envelope refused
+    /// this way on its own as rejected by the transport.
+    case tooLarge(String)
     /// The host no longer holds what this device sent it or read from it (it was restored
     /// from an older backup, or wiped): the engine starts the transport over, queueing every
     /// record for it again and reading it from its beginning.
     case hostLostData(String)
 
     /// A short name of the kind: `unauthorized`, `quota`, `rate-limited`, `unavailable`,
-    /// `rejected`, `host-lost-data`.
+    /// `rejected`, `too-large`, `host-lost-data`.
     public var kind: String {
         switch self {
         case .unauthorized: "unauthorized"
@@ -113,6 +119,7 @@ public enum TransportFailure: Error, Sendable, Equatable, CustomStringConvertibl
         case .rateLimited: "rate-limited"
         case .unavailable: "unavailable"
         case .rejected: "rejected"
+        case .tooLarge: "too-large"
         case .hostLostData: "host-lost-data"
         }
     }
@@ -120,7 +127,7 @@ public enum TransportFailure: Error, Sendable, Equatable, CustomStringConvertibl
     public var message: String {
         switch self {
         case .unauthorized(let m), .quotaExceeded(let m), .rateLimited(_, let m), .unavailable(let m), .rejected(let m),
-             .hostLostData(let m): m
+             .tooLarge(let m), .hostLostData(let m): m
         }
     }
 

@@ -45,6 +45,46 @@ import Testing
         #expect(!folderContains(dir.path, "note"))
     }
 
+    /// The sync tool delivers a segment before the blob its record references: b applies the
+    /// record without the attachment once AttachmentWaitSeconds passed, and GetAttachment says
+    /// it is missing. When the blob arrives, b fetches it (SyncNow looks at once; otherwise it
+    /// looks again with backoff) and GetAttachment returns the bytes.
+    @Test func anAttachmentWhoseBlobArrivesAfterTheWaitIsFetchedLater() async throws {
+        let dir = TempDir("folder-late-blob")
+        let held = TempDir("folder-held-blobs")
+        let a = try SyncDevice("a")
+        let b = try SyncDevice("b", attachmentWaitSeconds: 1)
+        try a.start()
+        try b.start()
+        try await b.joinOwner(of: a)
+        try await a.addFolder(dir.path)
+        try await b.addFolder(dir.path)
+        try await b.client().setSyncPaused(true)
+        let bytes = Array("a scan that travels slowly".utf8)
+        let attachment = try await a.client().putAttachment(data: bytes)
+        _ = try await a.client().put(entity: "doc", id: "d1", payload: ["name": "scan"], attachments: [attachment.sha256])
+        #expect(try await eventually(.seconds(30)) { try await a.client().outbox().isEmpty })
+        // The blob is not there yet when b reads the segment.
+        let blobFiles = filesBelow(dir.path).filter { $0.contains("/blobs/") }
+        #expect(blobFiles.count == 1, "\(filesBelow(dir.path))")
+        for file in blobFiles { try FileManager.default.moveItem(atPath: file, toPath: held.path + "/" + (file as NSString).lastPathComponent) }
+        try await b.client().setSyncPaused(false)
+        #expect(try await eventually(.seconds(30)) { try await b.records("doc")["d1"] != nil }, "\(b.logTail)")
+        let client = try b.client()
+        do throws(FerryClientError) {
+            _ = try await client.getAttachment(sha256: attachment.sha256)
+            Issue.record("the attachment is there before its blob arrived")
+        } catch {
+            guard case .remote(let name, _, _) = error else { throw error }
+            #expect(name == "io.ferry.Store.AttachmentMissing")
+        }
+        for file in blobFiles { try FileManager.default.moveItem(atPath: held.path + "/" + (file as NSString).lastPathComponent, toPath: file) }
+        try await b.client().syncNow()
+        #expect(try await eventually(.seconds(30)) {
+            (try? await b.client().getAttachment(sha256: attachment.sha256))?.content == .inline(bytes)
+        }, "\(b.logTail)")
+    }
+
     @Test func aStaleDeviceDoesNotBringADeletedRecordBackAndCatchesUp() async throws {
         let dir = TempDir("folder-stale")
         let devices = try await Self.devices(2, shared: dir.path)

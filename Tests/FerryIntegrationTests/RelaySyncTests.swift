@@ -186,6 +186,37 @@ import Testing
         #expect(try await client.transports().count == 1)
     }
 
+    /// A relay with a small MaxBodyBytes: the batch it refuses with 413 `too_large` is pushed in
+    /// halves, so every record that fits arrives; the one record too large on its own is rejected
+    /// for the relay (`ferryctl outbox --errors` shows it, with what to do) instead of holding the
+    /// rest back, and a later, smaller version of it goes through. (Refused before the relay's
+    /// storage is touched, so one backend is enough.)
+    @Test func aRecordTooLargeForTheRelayIsRejectedAndTheRestArrive() async throws {
+        let (relay, devices, _) = try await Self.setUp(2, storage: "sqlite", relayConfig: "MaxBodyBytes=16384")
+        let (a, b) = (devices[0], devices[1])
+        var items: [PutItem] = []
+        for i in 0..<100 { items.append(PutItem(entity: "note", id: "n\(i)", payload: ["i": .int(Int64(i)), "pad": .string(String(repeating: "p", count: 40))])) }
+        items.insert(PutItem(entity: "note", id: "big", payload: ["pad": .string(String(repeating: "z", count: 20_000))]), at: 50)
+        _ = try await a.client().putMany(items)
+        #expect(try await eventually(.seconds(30)) { try await b.records().count == 100 }, "\(a.logTail)\n--- relay:\n\(relay.log)")
+        #expect(try await b.records()["big"] == nil)
+        // The outcomes are recorded once the last part of the batch is answered.
+        #expect(try await eventually(.seconds(30)) { try await !a.client().outbox(errorsOnly: true).isEmpty })
+        let errors = try await a.client().outbox(errorsOnly: true)
+        #expect(errors.map(\.id) == ["big"], "\(errors)")
+        let refusal = try #require(errors.first?.deliveries.first { $0.transport == "relay" }?.error)
+        #expect(refusal.hasPrefix("too large for relay: ") && refusal.contains("too_large") && refusal.contains("MaxBodyBytes"), "\(refusal)")
+        let ctl = try CtlRunner(socket: a.harness.socketPath)
+        let listed = try ctl.run(["outbox", "--errors"])
+        #expect(listed.status == 0 && listed.stdout.contains("big") && listed.stdout.contains("too large for relay"), "\(listed)")
+        // Refused records are the records' own problem, not the relay's.
+        #expect(try await a.transport("relay")?.problem == nil)
+        _ = try await a.client().put(entity: "note", id: "big", payload: ["pad": "small now"])
+        #expect(try await eventually(.seconds(30)) { try await b.records()["big"]?.payload?.contains("small now") == true })
+        #expect(try await eventually(.seconds(30)) { try await a.client().outbox().isEmpty })
+        _ = relay   // running until here
+    }
+
     @Test(arguments: RelaySyncTests.backends) func compactionWhileADeviceIsOfflineSkipsNothingThatSurvives(_ storage: String) async throws {
         let (relay, devices, owner) = try await Self.setUp(2, storage: storage)
         let (a, b) = (devices[0], devices[1])

@@ -9,10 +9,11 @@ final class SyncDevice: @unchecked Sendable {
     let name: String
     let harness: DaemonHarness
 
-    init(_ name: String, pollSeconds: Int = 2) throws {
+    init(_ name: String, pollSeconds: Int = 2, attachmentWaitSeconds: Int = 20) throws {
         self.name = name
-        harness = try DaemonHarness(config: "[Store]\nDurability=normal\n[Sync]\nPollIntervalSeconds=\(pollSeconds)\nAttachmentWaitSeconds=20\n",
-                                    name: "sync-" + name)
+        harness = try DaemonHarness(
+            config: "[Store]\nDurability=normal\n[Sync]\nPollIntervalSeconds=\(pollSeconds)\nAttachmentWaitSeconds=\(attachmentWaitSeconds)\n",
+            name: "sync-" + name)
     }
 
     func start(launcher: [String] = []) throws { try harness.start(launcher: launcher) }

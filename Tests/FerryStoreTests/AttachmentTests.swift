@@ -101,4 +101,32 @@ import Testing
         let info = try #require(try store.attachment(sha))
         #expect(info.references == 1 && !info.present)
     }
+
+    /// The attachments a space's records reference but whose bytes are not here: the sync
+    /// engine looks for these again. Storing one makes it present; a losing version's count too.
+    @Test func missingAttachmentsAreListedBySpaceUntilStored() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.createSpace(name: "team")
+        let bytes = Array("hello".utf8)
+        let late = sha256OfHello
+        let other = String(repeating: "d", count: 64)
+        let lost = String(repeating: "e", count: 64)
+        func version(_ id: String, _ millis: Int64, _ attachments: [String], node: UInt64 = 5) -> RecordVersion {
+            RecordVersion(entity: "doc", id: id, hlc: Stamp(millis: millis, counter: 0, node: NodeID(node)), deleted: false,
+                          payload: "{}", attachments: attachments)
+        }
+        #expect(try store.missingAttachments().isEmpty)
+        _ = try store.applyRemote([version("A", 1, [late]), version("L", 1, [lost])], origin: .remote(transport: "t"))
+        _ = try store.applyRemote(space: "team", [version("B", 1, [other])], origin: .remote(transport: "t"))
+        // L's version with the attachment loses to a newer one without it, and is kept as a loser.
+        _ = try store.applyRemote([version("L", 2, [], node: 6)], origin: .remote(transport: "t"))
+        #expect(try store.missingAttachments() == [late, lost].sorted())
+        #expect(try store.missingAttachments(space: "team") == [other])
+        #expect(try store.missingAttachments(limit: 1) == [[late, lost].min()!])
+        #expect(try store.missingAttachments(after: [late, lost].min()!) == [[late, lost].max()!])
+        try store.putAttachment(bytes, expectedSHA256: late)
+        #expect(try store.missingAttachments() == [lost])
+        #expect(try store.attachment(late)?.present == true)
+    }
 }

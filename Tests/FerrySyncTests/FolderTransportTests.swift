@@ -45,6 +45,19 @@ import Testing
         #expect(empty.envelopes.isEmpty && !empty.more && empty.cursor == got.cursor)
     }
 
+    /// An envelope over the limit every device reads is that record's own rejection, with what
+    /// to do; the envelopes around it are stored (as the engine expects of every transport).
+    @Test mutating func anEnvelopeTooLargeIsRejectedAloneAndTheRestIsStored() async throws {
+        let t = writer()
+        var batch = envelopes(2)
+        batch.insert(Envelope(header: batch[0].header, body: [UInt8](repeating: 1, count: Envelope.maxBodyBytes + 1)), at: 1)
+        batch[1].header.event = ID128(high: 7, low: 7)
+        let outcomes = try await t.push(batch)
+        #expect(outcomes[0] == .accepted && outcomes[2] == .accepted, "\(outcomes)")
+        guard case .rejected(let why) = outcomes[1] else { Issue.record("an envelope too large must be rejected"); return }
+        #expect(why.hasPrefix("too large for folder: ") && why.contains("make the record smaller"), "\(why)")
+    }
+
     @Test mutating func pagesStopAtTheLimitInsideASegment() async throws {
         let batch = envelopes(10)
         _ = try await writer().push(batch)

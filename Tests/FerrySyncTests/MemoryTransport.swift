@@ -15,6 +15,15 @@ final class MemoryLog: Sendable {
         /// When set, every push fails with it.
         var pushFailure: TransportFailure?
         var pushes = 0
+        /// When set, a push whose envelopes add up to more bytes fails with `.tooLarge` and
+        /// stores none of them, as ferry-relay refuses a body over its `MaxBodyBytes`.
+        var maxPushBytes: Int?
+        /// Pushes refused as too large.
+        var tooLarge = 0
+        /// When set, blobs put are kept but not shown (`hasBlob` and `getBlob` answer that none
+        /// is there) until it is cleared: as a synced folder's blob files that the sync tool
+        /// copies over after the segments that reference them.
+        var blobsHidden = false
         /// Pushes the transports of this log allow at once, how long each takes, and the most
         /// seen on their way together.
         var window = 1
@@ -64,6 +73,12 @@ final class MemoryTransport: Transport {
     func push(_ batch: [Envelope]) async throws(TransportFailure) -> [PushOutcome] {
         try check()
         if let failure = log.state.withLock({ $0.pushFailure }) { throw failure }
+        let bytes = batch.reduce(0) { $0 + $1.encoded.count }
+        if let refusal = log.state.withLock({ s -> String? in
+            guard let limit = s.maxPushBytes, bytes > limit else { return nil }
+            s.tooLarge += 1
+            return "the body is \(bytes) bytes; the limit is \(limit)"
+        }) { throw .tooLarge(refusal) }
         let delay = log.state.withLock { s -> Duration in
             s.pushing += 1
             s.mostPushing = max(s.mostPushing, s.pushing)
@@ -120,12 +135,12 @@ final class MemoryTransport: Transport {
 
     func hasBlob(key: BlobKey) async throws(TransportFailure) -> Bool {
         try check()
-        return log.state.withLock { $0.blobs[key] != nil }
+        return log.state.withLock { !$0.blobsHidden && $0.blobs[key] != nil }
     }
 
     func getBlob(key: BlobKey, to path: String) async throws(TransportFailure) -> Bool {
         try check()
-        guard let bytes = log.state.withLock({ $0.blobs[key] }) else { return false }
+        guard let bytes = log.state.withLock({ $0.blobsHidden ? nil : $0.blobs[key] }) else { return false }
         return FileManager.default.createFile(atPath: path, contents: Data(bytes))
     }
 

@@ -50,7 +50,8 @@ import Testing
         #expect(failure(409, "conflict").kind == "rejected")
         #expect(failure(400, "bad_cursor").kind == "rejected")
         #expect(failure(413, "quota_exceeded").kind == "quota")
-        #expect(failure(413, "too_large").kind == "rejected")
+        #expect(failure(413, "too_large").kind == "too-large")
+        #expect(failure(413, "").kind == "too-large")   // a proxy's body limit
         #expect(failure(429, "rate_limited", headers: ["retry-after": "7"]) == .rateLimited(retryAfter: .seconds(7), failure(429, "rate_limited").message))
         #expect(failure(503, "unavailable").kind == "unavailable")
     }

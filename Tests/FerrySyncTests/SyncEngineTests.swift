@@ -13,7 +13,8 @@ final class EngineDevice: Sendable {
     let engine: SyncEngine
 
     /// `logs` maps a transport's configured location to the shared log it uses.
-    init(logs: [String: MemoryLog], backoff: (@Sendable (SyncFailure, Int) -> Duration)? = nil) throws {
+    init(logs: [String: MemoryLog], backoff: (@Sendable (SyncFailure, Int) -> Duration)? = nil,
+         configure: (inout SyncOptions) -> Void = { _ in }) throws {
         var config = StoreConfiguration(directory: dir.path + "/state")
         config.durability = .normal
         store = try Store(configuration: config)
@@ -22,6 +23,7 @@ final class EngineDevice: Sendable {
         options.debounce = .milliseconds(5)
         options.attachmentWait = .seconds(5)
         if let backoff { options.backoff = backoff }
+        configure(&options)
         engine = SyncEngine(store: store, options: options, log: .silent) { info, _, _ throws(TransportFailure) in
             guard let log = logs[info.config] else { throw .rejected("no log \(info.config)") }
             return MemoryTransport(name: info.name, log: log)
@@ -98,6 +100,38 @@ final class EngineDevice: Sendable {
         #expect(blobs.keys.first != info.sha256)
     }
 
+    /// A record whose attachment's blob had not arrived within the wait is applied without it;
+    /// the blob that arrives later is fetched then (looked for again with backoff), and the
+    /// attachment is readable.
+    @Test func anAttachmentThatArrivesAfterTheWaitIsFetchedLater() async throws {
+        let log = MemoryLog()
+        log.state.withLock { $0.blobsHidden = true }
+        let a = try EngineDevice(logs: ["shared": log])
+        let b = try EngineDevice(logs: ["shared": log], configure: { options in
+            options.attachmentWait = .milliseconds(300)
+            options.attachmentRetry = .milliseconds(200)
+            options.attachmentRetryMax = .seconds(1)
+        })
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        await a.engine.reconcile()
+        try await b.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
+        try await a.add("m", log: "shared")
+        try await b.add("m", log: "shared")
+        let bytes = Array("late attachment bytes".utf8)
+        let info = try a.store.putAttachment(bytes)
+        _ = try a.store.put(entity: "doc", id: "d1", payload: "{}", attachments: [info.sha256])
+        #expect(try await eventually { try b.store.get(entity: "doc", id: "d1") != nil })
+        #expect(try b.store.attachment(info.sha256)?.present == false)
+        #expect(throws: FerryError.attachmentMissing(sha256: info.sha256)) { try b.store.readAttachment(info.sha256) }
+        // Several looks find nothing (their wait grows), then the blob shows up.
+        try await Task.sleep(for: .milliseconds(800))
+        #expect(try b.store.missingAttachments() == [info.sha256])
+        log.state.withLock { $0.blobsHidden = false }
+        #expect(try await eventually(.seconds(10)) { try b.store.attachment(info.sha256)?.present == true })
+        #expect(try b.store.readAttachment(info.sha256) == bytes)
+        #expect(try b.store.missingAttachments().isEmpty)
+    }
+
     @Test func anotherOwnersEnvelopesAreRefusedNeverApplied() async throws {
         let log = MemoryLog()
         let (a, b) = try await Self.pair(log: log)
@@ -147,6 +181,40 @@ final class EngineDevice: Sendable {
         a.engine.syncNow()
         #expect(try await eventually { try b.store.get(entity: "note", id: "n1") != nil })
         #expect(try await eventually { a.engine.health.first?.problem == nil && a.engine.health.first?.retryAt == nil })
+    }
+
+    /// A record too large for the host does not hold back the records after it: the batch the
+    /// host refuses as too large is pushed in halves, the record refused on its own is rejected
+    /// for that transport (shown in the outbox's errors, with the reason and what to do), and the
+    /// rest arrives. A later version of that record is offered again.
+    @Test func aRecordTooLargeForTheHostIsRejectedAndTheRestGoesOn() async throws {
+        let log = MemoryLog()
+        log.state.withLock { $0.maxPushBytes = 4096 }
+        let (a, b) = try await Self.pair(log: log)
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        var requests = (0..<20).map { PutRequest(entity: "note", id: "n\($0)", payload: #"{"i":\#($0)}"#) }
+        requests.insert(PutRequest(entity: "note", id: "big", payload: #"{"pad":"\#(String(repeating: "z", count: 5000))"}"#), at: 10)
+        _ = try a.store.putMany(requests)
+        #expect(try await eventually { try (0..<20).allSatisfy { try b.store.get(entity: "note", id: "n\($0)") != nil } })
+        #expect(log.state.withLock { $0.tooLarge } >= 2)   // the whole batch, then the big record alone
+        // The outcomes are recorded once the last part of the batch is answered.
+        #expect(try await eventually { try !a.store.outbox(errorsOnly: true).isEmpty })
+        let errors = try a.store.outbox(errorsOnly: true)
+        #expect(errors.map(\.id) == ["big"])
+        let refusal = try #require(errors.first?.deliveries.first { $0.transport == "m" }?.error)
+        #expect(refusal.hasPrefix("too large for m: ") && refusal.contains("the limit is 4096"), "\(refusal)")
+        #expect(try a.store.outbox().map(\.id) == ["big"])
+        #expect(try b.store.get(entity: "note", id: "big") == nil)
+        // The push loop is not failing: the refusal is the record's, not the transport's (counted
+        // just after the outbox records it).
+        #expect(await eventually { a.engine.health.first?.refused == 1 })
+        let health = try #require(a.engine.health.first)
+        #expect(health.problem == nil && health.refused == 1, "\(health)")
+        #expect(health.lastRefusal?.contains("note/big") == true, "\(String(describing: health.lastRefusal))")
+        // A new version of the record (one that fits) is offered again and arrives.
+        _ = try a.store.put(entity: "note", id: "big", payload: #"{"pad":"small now"}"#)
+        #expect(try await eventually { try b.store.get(entity: "note", id: "big")?.payload == #"{"pad":"small now"}"# })
+        #expect(try await eventually { try a.store.outbox().isEmpty })
     }
 
     /// A push round with nothing to push asks the host nothing, so it is no success: a host

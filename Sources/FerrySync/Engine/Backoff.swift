@@ -16,6 +16,8 @@ public enum Backoff {
         // used again within seconds, and a failed connection attempt costs next to nothing.
         case .transport(.unavailable): (base, cap) = (1, 30)
         case .transport(.rejected): (base, cap) = (30, 3600)
+        // Only what cannot be split (a blob over the host's limit); a batch is pushed in halves.
+        case .transport(.tooLarge): (base, cap) = (30, 3600)
         // Only when starting over failed locally; the engine otherwise starts over at once.
         case .transport(.hostLostData): (base, cap) = (1, 60)
         case .local: (base, cap) = (1, 60)

@@ -7,6 +7,12 @@ public struct SyncOptions: Sendable {
     /// How long a pull waits for an attachment blob to arrive before applying the records that
     /// reference it without it (the attachment is then missing here, and logged).
     public var attachmentWait: Duration = .seconds(120)
+    /// How soon the engine looks again for the blobs of attachments that records were applied
+    /// without; each look that finds none of them doubles the wait, up to `attachmentRetryMax`.
+    public var attachmentRetry: Duration = .seconds(60)
+    /// The longest wait between two looks for missing attachment blobs (also the wait while
+    /// none is missing).
+    public var attachmentRetryMax: Duration = .seconds(3600)
     /// The most envelopes in one push and one pull page.
     public var batchEnvelopes = SyncLimits.maxBatchEnvelopes
     /// The most envelope bytes in one push.

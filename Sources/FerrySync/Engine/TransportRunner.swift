@@ -3,15 +3,19 @@ import FerryStore
 import Foundation
 import Synchronization
 
-/// The push loop and the pull loop of one transport of one space.
+/// The push loop, the pull loop and the missing-attachments loop of one transport of one space.
 ///
 /// Push: seals what the outbox holds for this transport, uploads the attachments those
-/// versions reference first, pushes batches of at most 400 envelopes or 2 MB, and records
-/// each outcome in the outbox (acknowledged, or refused for good with the reason).
+/// versions reference first, pushes batches of at most 400 envelopes or 2 MB (a batch the
+/// transport refuses as too large goes again in halves), and records each outcome in the
+/// outbox (acknowledged, or refused for good with the reason).
 /// Pull: reads pages after the stored cursor, opens and checks every envelope (another owner,
 /// a bad key, tampering: refused and logged, never applied), fetches the attachments the
 /// versions reference, applies them with the merge rules, then saves the cursor. Applying
 /// again after a crash is harmless: the merge is idempotent.
+/// Missing attachments: now and then, with backoff, looks for the blobs of attachments that
+/// records of the space were applied without (they had not arrived within `attachmentWait`),
+/// and stores those it finds.
 final class TransportRunner: Sendable {
     let space: String
     let info: TransportInfo
@@ -28,6 +32,9 @@ final class TransportRunner: Sendable {
     private let pushSignal = WakeSignal()
     private let pushRetry = WakeSignal()
     private let pullRetry = WakeSignal()
+    private let attachmentRetry = WakeSignal()
+    /// What the missing-attachments loop was asked, with `attachmentRetry`.
+    private let attachmentRequest = Mutex(AttachmentRequest.none)
     /// Which loop is backing off because the host could not be reached: a success of the other
     /// loop shows it can be again, and ends that backoff at once.
     private let unreachable = Mutex<(push: Bool, pull: Bool)>((false, false))
@@ -61,10 +68,11 @@ final class TransportRunner: Sendable {
     func start() {
         let push = Task { await self.pushLoop() }
         let pull = Task { await self.pullLoop() }
-        tasks.withLock { $0 = [push, pull] }
+        let attachments = Task { await self.missingAttachmentsLoop() }
+        tasks.withLock { $0 = [push, pull, attachments] }
     }
 
-    /// Stops both loops (an in-flight push finishes or is cancelled; nothing is lost: the
+    /// Stops the loops (an in-flight push finishes or is cancelled; nothing is lost: the
     /// outbox keeps what was not acknowledged) and closes the transport.
     func stop() async {
         let running = tasks.withLock { t -> [Task<Void, Never>] in defer { t = [] }; return t }
@@ -77,12 +85,15 @@ final class TransportRunner: Sendable {
     /// Local data changed: push soon.
     func localChange() { pushSignal.signal() }
 
-    /// SyncNow or resume: push and pull now, ending any backoff and any pull wait.
+    /// SyncNow or resume: push and pull now, ending any backoff and any pull wait, and look for
+    /// missing attachments now.
     func nudge() {
         pushSignal.signal()
         pushRetry.signal()
         pullRetry.signal()
         currentPull.withLock { $0?.cancel() }
+        attachmentRequest.withLock { $0 = .lookNow }
+        attachmentRetry.signal()
     }
 
     // MARK: Push
@@ -206,7 +217,27 @@ final class TransportRunner: Sendable {
     private func send(_ batch: PreparedBatch) -> Task<Result<[PushOutcome], TransportFailure>, Never> {
         let transport = self.transport, envelopes = batch.envelopes
         return Task {
-            do throws(TransportFailure) { return .success(try await transport.push(envelopes)) } catch { return .failure(error) }
+            do throws(TransportFailure) {
+                return .success(try await Self.push(envelopes[...], to: transport))
+            } catch {
+                return .failure(error)
+            }
+        }
+    }
+
+    /// Pushes `envelopes` and returns one outcome per envelope. A batch the transport refuses
+    /// as too large is pushed again in halves (and those in halves, as far as needed), so the
+    /// rest goes through; an envelope refused as too large on its own is rejected, which keeps
+    /// it in the outbox with the reason instead of holding every later record back.
+    private static func push(_ envelopes: ArraySlice<Envelope>, to transport: any Transport) async throws(TransportFailure) -> [PushOutcome] {
+        do {
+            return try await transport.push(Array(envelopes))
+        } catch {
+            guard case .tooLarge(let why) = error else { throw error }
+            if envelopes.count == 1 { return [.rejected("too large for \(transport.name): \(why)")] }
+            let middle = envelopes.startIndex + envelopes.count / 2
+            let first = try await push(envelopes[..<middle], to: transport)
+            return first + (try await push(envelopes[middle...], to: transport))
         }
     }
 
@@ -437,10 +468,15 @@ final class TransportRunner: Sendable {
             }
         }
         if !versions.isEmpty {
-            try await fetchAttachments(of: versions)
+            let withoutSome = try await fetchAttachments(of: versions)
             let store = self.store, space = self.space, name = info.name, apply = versions
             let results = try await local("applying \(apply.count) remote version(s)") { () throws(FerryError) in
                 try store.applyRemote(space: space, apply, origin: .remote(transport: name), payloadsAreWellFormed: true)
+            }
+            // Only now, with the records applied, are their attachments listed as missing.
+            if withoutSome {
+                attachmentRequest.withLock { if $0 == .none { $0 = .restart } }
+                attachmentRetry.signal()
             }
             for (version, result) in zip(versions, results) {
                 if case .rejected(let error) = result {
@@ -459,44 +495,147 @@ final class TransportRunner: Sendable {
 
     /// Fetches and opens the attachments `versions` reference that are not here yet. A blob
     /// not on the transport yet stops the page (it is retried, its cursor unsaved) until
-    /// `attachmentWait` has passed; after that the records are applied without it.
-    private func fetchAttachments(of versions: [RecordVersion]) async throws(SyncFailure) {
+    /// `attachmentWait` has passed; after that the records are applied without it, and the
+    /// missing-attachments loop looks for it again later. Returns whether some was given up.
+    private func fetchAttachments(of versions: [RecordVersion]) async throws(SyncFailure) -> Bool {
+        var gaveUp = false
         for version in versions where !version.attachments.isEmpty {
             for sha in version.attachments {
                 if store.attachmentPath(sha) != nil { continue }
-                let key = keys.blobKey(sha256: sha)
-                let sealed = scratchPath("down")
-                let plain = scratchPath("plain")
-                defer { unlink(sealed); unlink(plain) }
-                let found: Bool
-                do { found = try await transport.getBlob(key: key, to: sealed) } catch { throw .transport(error) }
-                if !found {
-                    let now = ContinuousClock.now
-                    let since = missingSince.withLock { m -> ContinuousClock.Instant in
-                        if let s = m[sha] { return s }
-                        m[sha] = now
-                        return now
-                    }
-                    if now - since < options.attachmentWait { throw .waitingForAttachment(sha) }
-                    log(.warning, "\(info.name): attachment \(sha.prefix(12))… of \(version.entity)/\(version.id) did not arrive; applying the record without it",
-                        fields)
+                if try await fetchAttachment(sha, of: "\(version.entity)/\(version.id)") != .notThere {
+                    missingSince.withLock { _ = $0.removeValue(forKey: sha) }
                     continue
                 }
-                missingSince.withLock { _ = $0.removeValue(forKey: sha) }
-                do {
-                    try blobs.open(file: sealed, to: plain, expectedSHA256: sha, maxBytes: Int64(store.configuration.maxAttachmentBytes))
-                } catch {
-                    let why = "attachment \(sha.prefix(12))… of \(version.entity)/\(version.id): \(error)"
-                    log(.warning, "\(info.name) delivered a blob that was refused: \(why)", fields)
-                    healthState.withLock { $0.refused += 1; $0.lastRefusal = why }
-                    continue
+                let now = ContinuousClock.now
+                let since = missingSince.withLock { m -> ContinuousClock.Instant in
+                    if let s = m[sha] { return s }
+                    m[sha] = now
+                    return now
                 }
-                let store = self.store
-                _ = try await local("storing attachment \(sha.prefix(12))") { () throws(FerryError) in
-                    try store.putAttachment(fromFile: plain, expectedSHA256: sha)
-                }
+                if now - since < options.attachmentWait { throw .waitingForAttachment(sha) }
+                log(.warning, "\(info.name): attachment \(sha.prefix(12))… of \(version.entity)/\(version.id) did not arrive; "
+                    + "applying the record without it (it is looked for again later)", fields)
+                gaveUp = true
             }
         }
+        return gaveUp
+    }
+
+    /// What became of one attempt to fetch an attachment.
+    private enum Fetched {
+        /// Fetched, verified and stored: the attachment is present.
+        case stored
+        /// The transport has no blob under its key (yet).
+        case notThere
+        /// The blob is there but was refused (it does not open to those bytes): logged and
+        /// counted as a refusal.
+        case refused
+    }
+
+    /// Fetches the blob of attachment `sha` (referenced by `owner`, for messages), opens and
+    /// verifies it, and stores the attachment.
+    private func fetchAttachment(_ sha: String, of owner: String) async throws(SyncFailure) -> Fetched {
+        let key = keys.blobKey(sha256: sha)
+        let sealed = scratchPath("down")
+        let plain = scratchPath("plain")
+        defer { unlink(sealed); unlink(plain) }
+        let found: Bool
+        do { found = try await transport.getBlob(key: key, to: sealed) } catch { throw .transport(error) }
+        if !found { return .notThere }
+        do {
+            try blobs.open(file: sealed, to: plain, expectedSHA256: sha, maxBytes: Int64(store.configuration.maxAttachmentBytes))
+        } catch {
+            let why = "attachment \(sha.prefix(12))… of \(owner): \(error)"
+            log(.warning, "\(info.name) delivered a blob that was refused: \(why)", fields)
+            healthState.withLock { $0.refused += 1; $0.lastRefusal = why }
+            return .refused
+        }
+        let store = self.store
+        _ = try await local("storing attachment \(sha.prefix(12))") { () throws(FerryError) in
+            try store.putAttachment(fromFile: plain, expectedSHA256: sha)
+        }
+        return .stored
+    }
+
+    // MARK: Missing attachments
+
+    /// What the missing-attachments loop is asked to do besides waiting.
+    private enum AttachmentRequest {
+        case none
+        /// SyncNow: look now.
+        case lookNow
+        /// Records were just applied without an attachment: look within `attachmentRetry`.
+        case restart
+    }
+
+    /// Looks again for the blobs of the attachments the space's records reference but that are
+    /// not here (records applied without them once `attachmentWait` passed), and stores those
+    /// the transport has now. The first look is `attachmentRetry` after the start or after a
+    /// record was applied without one; a look that stores none doubles the wait, up to
+    /// `attachmentRetryMax` (also the wait while none is missing); one that stores some starts
+    /// it over, and one that fails doubles it too. `SyncNow` looks at once. Never a busy loop: a
+    /// look is a store query per 100 missing attachments and one `getBlob` for each.
+    private func missingAttachmentsLoop() async {
+        var delay = options.attachmentRetry
+        var next = ContinuousClock.now + delay
+        while !Task.isCancelled {
+            await attachmentRetry.wait(timeout: max(next - ContinuousClock.now, .zero))
+            if Task.isCancelled { break }
+            let now = ContinuousClock.now
+            let request = attachmentRequest.withLock { r -> AttachmentRequest in defer { r = .none }; return r }
+            if request == .restart {
+                delay = options.attachmentRetry
+                next = min(next, now + delay)
+            }
+            if request != .lookNow && now < next { continue }
+            if isPaused() {
+                next = now + options.attachmentRetry
+                continue
+            }
+            let found = await lookForMissingAttachments()
+            delay = found.stored > 0 ? options.attachmentRetry
+                : found.missing == 0 && found.complete ? options.attachmentRetryMax
+                : min(delay * 2, options.attachmentRetryMax)
+            next = ContinuousClock.now + delay
+        }
+    }
+
+    /// One look for missing attachments: how many were missing, how many of them were stored,
+    /// and whether the look went through them all. A failure (the transport unreachable, the
+    /// store failing) ends it early; the sync loops report such failures, so it is only logged.
+    private func lookForMissingAttachments() async -> (missing: Int, stored: Int, complete: Bool) {
+        let store = self.store, space = self.space
+        var missing = 0, stored = 0
+        var after: String?
+        while !Task.isCancelled && !isPaused() {
+            let page: [String]
+            do {
+                let from = after
+                page = try await local("listing missing attachments") { () throws(FerryError) in
+                    try store.missingAttachments(space: space, after: from)
+                }
+            } catch {
+                log(.debug, "\(info.name): cannot look for missing attachments: \(error)", fields)
+                return (missing, stored, false)
+            }
+            guard let last = page.last else { return (missing, stored, true) }
+            missing += page.count
+            for sha in page where store.attachmentPath(sha) == nil {
+                if Task.isCancelled || isPaused() { return (missing, stored, false) }
+                do throws(SyncFailure) {
+                    if try await fetchAttachment(sha, of: "space \(space)") == .stored {
+                        stored += 1
+                        missingSince.withLock { _ = $0.removeValue(forKey: sha) }
+                        log(.info, "\(info.name): attachment \(sha.prefix(12))… arrived late and is stored", fields)
+                    }
+                } catch {
+                    log(.debug, "\(info.name): looking for missing attachment \(sha.prefix(12))… failed: \(error)", fields)
+                    return (missing, stored, false)
+                }
+            }
+            after = last
+        }
+        return (missing, stored, false)
     }
 
     // MARK: Helpers

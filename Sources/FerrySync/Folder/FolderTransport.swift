@@ -103,7 +103,8 @@ public final class FolderTransport: Transport {
                 if envelope.header.owner != owner {
                     outcomes.append(.rejected("the envelope belongs to owner \(envelope.header.owner); the folder transport \(name) carries owner \(owner)"))
                 } else if envelope.body.count > Envelope.maxBodyBytes {
-                    outcomes.append(.rejected("the envelope's body of \(envelope.body.count) bytes exceeds the limit of \(Envelope.maxBodyBytes)"))
+                    outcomes.append(.rejected("too large for \(name): the envelope's body of \(envelope.body.count) bytes exceeds the limit of "
+                        + "\(Envelope.maxBodyBytes) that every device reads; make the record smaller"))
                 } else if current.events.contains(envelope.header.event) || freshSet.contains(envelope.header.event) {
                     outcomes.append(.duplicate)
                 } else {

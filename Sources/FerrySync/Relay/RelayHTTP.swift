@@ -8,8 +8,9 @@ import FerryJSON
 /// mapped to a `TransportFailure` in this one place (docs/relay.openapi.yaml):
 /// 401 and 403 unauthorized (the advice for a 401 depends on whether a token or a pairing code
 /// was refused), 409 `lost_data` host lost data (the relay holds less than this device read:
-/// restored from an older backup), 413 quota (or a batch too large: rejected), 429 rate limited
-/// with `Retry-After`, other 4xx (another 409 too) rejected, 5xx and network errors unavailable.
+/// restored from an older backup), 413 `quota_exceeded` quota, any other 413 too large (the
+/// relay's `too_large`, or a proxy's body limit), 429 rate limited with `Retry-After`, other 4xx
+/// (another 409 too) rejected, 5xx and network errors unavailable.
 /// The bearer token is sent, never logged or put in an error.
 struct RelayHTTP: Sendable {
     let base: URL
@@ -103,6 +104,7 @@ struct RelayHTTP: Sendable {
         case 409 where code == "lost_data":
             return .hostLostData(text + "; this device starts over with the relay: it reads it from the start and sends every record again")
         case 413 where code == "quota_exceeded": return .quotaExceeded(text)
+        case 413: return .tooLarge(text)
         case 429:
             let seconds = reply.headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
             return .rateLimited(retryAfter: seconds.map { .seconds($0) }, text)

@@ -39,10 +39,18 @@ public final class RelayTransport: Transport {
     /// waiting pull and blob transfers still have room.
     public var pushesInFlight: Int { 2 }
 
+    /// Pushes `batch` in one request. A body over the relay's `MaxBodyBytes` throws `.tooLarge`
+    /// (nothing of it is stored), with the advice for a single envelope that does not fit.
     public func push(_ batch: [Envelope]) async throws(TransportFailure) -> [PushOutcome] {
         let events = JSONValue.array(batch.map { .string(Data($0.encoded).base64EncodedString()) })
         let request = http.request("POST", ownerPath + "/events", json: .object(["events": events]))
-        let reply = try await note { () async throws(TransportFailure) in try await http.send(request, what: "pushing \(batch.count) envelope(s)") }
+        let reply: RelayHTTP.Reply
+        do {
+            reply = try await note { () async throws(TransportFailure) in try await http.send(request, what: "pushing \(batch.count) envelope(s)") }
+        } catch {
+            guard case .tooLarge(let why) = error else { throw error }
+            throw .tooLarge(why + "; ask the relay's operator to raise MaxBodyBytes in ferry-relay.conf, or make the record smaller")
+        }
         guard reply.status == 200, let parsed = try? JSONParser.parse([UInt8](reply.body)),
               case .array(let results)? = parsed["results"], results.count == batch.count else {
             throw .unavailable("pushing: the relay's answer is not a result per envelope (HTTP \(reply.status))")
@@ -143,14 +151,19 @@ public final class RelayTransport: Transport {
         session.invalidateAndCancel()
     }
 
-    /// Keeps the last failure for `status()`, cleared by the next success.
+    /// Keeps the last failure for `status()`, cleared by the next success. A request refused
+    /// as too large clears it too: the relay answered, and the engine deals with the request.
     private func note<T: Sendable>(_ body: () async throws(TransportFailure) -> T) async throws(TransportFailure) -> T {
         do {
             let value = try await body()
             lastProblem.withLock { $0 = nil }
             return value
         } catch {
-            if !Task.isCancelled { lastProblem.withLock { $0 = error.description } }
+            if case .tooLarge = error {
+                lastProblem.withLock { $0 = nil }
+            } else if !Task.isCancelled {
+                lastProblem.withLock { $0 = error.description }
+            }
             throw error
         }
     }

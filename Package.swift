@@ -91,7 +91,7 @@ let package = Package(
         .testTarget(name: "FerryStoreTests", dependencies: ["FerryStore", "FerrySQLite", "FerryModel", "FerryTestSupport"]),
         .testTarget(name: "FerryVarlinkTests", dependencies: ["FerryVarlink", "FerryTestSupport"]),
         .testTarget(name: "FerrySyncTests", dependencies: ["FerrySync", "FerryStore", "FerryModel", "FerryCrypto", "FerryTestSupport"]),
-        .testTarget(name: "FerryDaemonTests", dependencies: ["FerryDaemon", "FerryINI", "FerryAPI", "FerryJSON", "FerryStore", "FerrySync", "FerryVarlink"]),
+        .testTarget(name: "FerryDaemonTests", dependencies: ["FerryDaemon", "FerryINI", "FerryAPI", "FerryJSON", "FerryModel", "FerryStore", "FerrySync", "FerryVarlink"]),
         .testTarget(name: "FerryClientTests", dependencies: ["FerryClient", "FerryAPI", "FerryJSON"]),
         // Unit tests of the relay's pure parts and storage, and a real ferry-relay process.
         .testTarget(name: "FerryRelayTests", dependencies: [

@@ -18,6 +18,10 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var durability: StoreConfiguration.Durability = .full
     public var immutableEntities: Set<String> = []
     public var maxPayloadBytes: Int = 1 << 20
+    /// The highest `MaxPayloadBytes`: a record this large, with the most attachments and the
+    /// longest entity and id, still seals into one envelope (`Envelope.maxBodyBytes`, 4 MiB),
+    /// so a record that can be written can always be synced.
+    public static let maxPayloadLimit = (4 << 20) - (64 << 10)
     public var maxBatch: Int = 10_000
     public var conflictHistory: Int = 10
     public var maxDriftSeconds: Int = 300
@@ -149,7 +153,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 throw problem("ImmutableEntities= lists entity names ([a-z][a-z0-9_.-]{0,63}); \"\(name.prefix(64))\" is not one")
             }
             immutableEntities = Set(names)
-        case ("Store", "MaxPayloadBytes"): maxPayloadBytes = try int(2 ... 8 << 20)
+        case ("Store", "MaxPayloadBytes"): maxPayloadBytes = try int(2 ... Self.maxPayloadLimit)
         case ("Store", "MaxBatch"): maxBatch = try int(1 ... 100_000)
         case ("Store", "ConflictHistory"): conflictHistory = try int(0 ... 1000)
         case ("Store", "MaxDriftSeconds"): maxDriftSeconds = try int(1 ... 86_400)

@@ -1,4 +1,5 @@
 import FerryINI
+import FerryModel
 import Foundation
 import Testing
 @testable import FerryDaemon
@@ -255,5 +256,33 @@ import Testing
         #expect(EngineLoop.status(state: "backoff", stats: stats(outbox: 3, orphaned: 0)) == "backoff, 3 changes pending")
         #expect(EngineLoop.status(state: "idle", stats: stats(outbox: 1, orphaned: 1))
             == "idle, nothing pending, 1 change in spaces with no transport")
+    }
+}
+
+/// The highest `MaxPayloadBytes` still syncs: a record that large, with the most attachments,
+/// the longest entity and an id that escapes to the most bytes, seals into one envelope that
+/// every device opens; one byte more is a configuration error.
+@Suite struct PayloadLimitTests {
+    @Test func theLargestPayloadAllowedFitsInOneEnvelope() throws {
+        let limits = RecordLimits(maxPayloadBytes: DaemonConfiguration.maxPayloadLimit)
+        let text = "{\"t\":\"" + String(repeating: "x", count: DaemonConfiguration.maxPayloadLimit - 8) + "\"}"
+        #expect(text.utf8.count == DaemonConfiguration.maxPayloadLimit)
+        let attachments = (0..<limits.maxAttachments).map { String(format: "%064x", $0) }
+        let version = RecordVersion(entity: "e" + String(repeating: "n", count: 63), id: String(repeating: "\"", count: Names.maxIDLength),
+                                    hlc: Stamp(millis: 1, counter: 0, node: NodeID(1)), deleted: false, payload: text,
+                                    attachments: attachments)
+        try version.validate(limits: limits)
+        let keys = OwnerKeys.generate()
+        let envelope = EnvelopeSealer(keys: keys, device: NodeID(1)).seal(version)
+        #expect(envelope.body.count <= Envelope.maxBodyBytes, "\(envelope.body.count) > \(Envelope.maxBodyBytes)")
+        let opened = try EnvelopeSealer(keys: keys, device: NodeID(2)).open(envelope, limits: limits)
+        #expect(opened.payload == text && opened.attachments == attachments)
+
+        var config = DaemonConfiguration(environment: [:])
+        #expect(throws: DaemonConfiguration.Problem.self) {
+            try config.apply(configText: "[Store]\nMaxPayloadBytes=\(DaemonConfiguration.maxPayloadLimit + 1)\n", file: "t.conf")
+        }
+        try config.apply(configText: "[Store]\nMaxPayloadBytes=\(DaemonConfiguration.maxPayloadLimit)\n", file: "t.conf")
+        #expect(config.maxPayloadBytes == DaemonConfiguration.maxPayloadLimit)
     }
 }

@@ -29,8 +29,10 @@ struct StoreAPI: Sendable {
             // Writes are batched: every write that arrives in one turn of the server's event
             // loop, across all connections, commits in one transaction (group commit), on the
             // loop thread, with no hand-off to another thread.
-            "Put": .batched { calls in write(calls.map(putOperation)) },
-            "PutMany": .batched { calls in write(calls.map(putManyOperation)) },
+            // Payloads are taken as the client sent them (checked, not built): text already in
+            // canonical form is stored as it is, other text is parsed and written canonically.
+            "Put": .batched(capturing: [[.key("payload")]]) { calls in write(calls.map(putOperation)) },
+            "PutMany": .batched(capturing: [[.key("records"), .anyElement, .key("payload")]]) { calls in write(calls.map(putManyOperation)) },
             "Delete": .batched { calls in write(calls.map(deleteOperation)) },
             // Reads answer on the loop thread: a point lookup costs less than a hand-off.
             "Get": .inline { call throws(VarlinkError) in try get(call.parameters) },
@@ -49,16 +51,28 @@ struct StoreAPI: Sendable {
     struct PendingWrite {
         enum Reply { case one, many }
         var operation: Store.WriteOperation
-        var payloads: [[String: JSONValue]?]
         var reply: Reply
         /// Set when the write is refused before it reaches the store.
         var refusal: VarlinkError? = nil
     }
 
-    /// A payload the API parsed, serialized canonically; well formed by construction when it is
-    /// within the store's depth limit (the store then checks only its size).
-    func request(entity: String, id: String?, payload: [String: JSONValue], attachments: [String]) -> PutRequest {
-        let value = JSONValue.object(payload)
+    /// A put of `payload`, in canonical form: the text the client sent when it is canonical
+    /// already (`JSONCanonical`), else the parsed object written canonically. Well formed by
+    /// construction when within the store's depth limit (the store then checks only its size).
+    func request(entity: String, id: String?, payload: JSONValue?, attachments: [String], call: VarlinkCall) -> PutRequest {
+        var value = payload ?? .object([:])
+        if let captured = call.captured, let text = captured.text(of: payload) {
+            let (canonical, depth) = JSONCanonical.check(text)
+            if canonical {
+                return PutRequest(entity: entity, id: id, payload: String(decoding: text, as: UTF8.self), attachments: attachments,
+                                  payloadIsWellFormed: depth <= maxPayloadDepth)
+            }
+            guard let parsed = try? captured.value(of: text) else {
+                // Cannot happen (see `value(of:)`); if it did, the store refuses the empty text.
+                return PutRequest(entity: entity, id: id, payload: "", attachments: attachments)
+            }
+            value = parsed
+        }
         return PutRequest(entity: entity, id: id, payload: JSONWriter.string(value), attachments: attachments,
                           payloadIsWellFormed: Self.depth(of: value, limit: maxPayloadDepth) <= maxPayloadDepth)
     }
@@ -98,27 +112,22 @@ struct StoreAPI: Sendable {
 
     func putOperation(_ call: VarlinkCall) -> PendingWrite {
         let p = call.parameters
-        let payload = p["payload"]?.objectValue ?? [:]
         let request = request(entity: p["entity"]?.stringValue ?? "", id: p["id"]?.stringValue,
-                              payload: payload, attachments: p.stringArray("attachments"))
-        return PendingWrite(operation: .put(space: p.space, [request]), payloads: [payload], reply: .one)
+                              payload: p["payload"], attachments: p.stringArray("attachments"), call: call)
+        return PendingWrite(operation: .put(space: p.space, [request]), reply: .one)
     }
 
     func putManyOperation(_ call: VarlinkCall) -> PendingWrite {
         let p = call.parameters
         let items = p["records"]?.arrayValue ?? []
         var requests: [PutRequest] = []
-        var payloads: [[String: JSONValue]?] = []
         requests.reserveCapacity(items.count)
-        payloads.reserveCapacity(items.count)
         for item in items {
             let o = item.objectValue ?? [:]
-            let payload = o["payload"]?.objectValue ?? [:]
-            payloads.append(payload)
             requests.append(request(entity: o["entity"]?.stringValue ?? "", id: o["id"]?.stringValue,
-                                    payload: payload, attachments: o.stringArray("attachments")))
+                                    payload: o["payload"], attachments: o.stringArray("attachments"), call: call))
         }
-        var pending = PendingWrite(operation: .put(space: p.space, requests), payloads: payloads, reply: .many)
+        var pending = PendingWrite(operation: .put(space: p.space, requests), reply: .many)
         if Self.putManyReplyBytes(space: p.space, requests) > Self.maxReplyBytes {
             pending.refusal = ErrorMapping.invalidArgument(
                 "records", "the reply to these \(requests.count) records would exceed Varlink's 16 MiB message cap: write them in smaller batches")
@@ -144,7 +153,7 @@ struct StoreAPI: Sendable {
     func deleteOperation(_ call: VarlinkCall) -> PendingWrite {
         let p = call.parameters
         return PendingWrite(operation: .delete(space: p.space, entity: p["entity"]?.stringValue ?? "", id: p["id"]?.stringValue ?? ""),
-                            payloads: [nil], reply: .one)
+                            reply: .one)
     }
 
     /// Runs a turn's writes in one transaction and shapes each reply (written straight to

@@ -41,6 +41,23 @@ public enum JSONParser {
         return try result.get()
     }
 
+    /// Parses exactly one JSON value from `bytes`, leaving every object found at one of `paths`
+    /// (followed from the top-level value's members; at most 64 paths) as text: it is checked
+    /// exactly as `parse` checks it (same errors), but not built, and stands as a placeholder
+    /// (`JSONCapture`) in the value returned.
+    /// - Throws: `JSONError`, equal to the one `parse` would throw.
+    public static func parse(_ bytes: [UInt8], limits: JSONLimits = .default,
+                             capturing paths: [[JSONPathComponent]]) throws(JSONError) -> (value: JSONValue, captures: [JSONCapture]) {
+        try bytes.withUnsafeBufferPointer { buffer throws(JSONError) in
+            guard buffer.count <= limits.maxBytes else { throw tooLarge(limits) }
+            var scanner = JSONScanner(bytes: buffer, maxDepth: limits.maxDepth)
+            var builder = JSONValueBuilder(capturing: paths)
+            _ = try scanner.run(into: &builder)
+            guard let root = builder.root else { throw scanner.unexpectedEnd() }
+            return (root, builder.captures)
+        }
+    }
+
     /// Checks that `bytes` hold exactly one well-formed JSON value, under the
     /// same rules and with the same errors as `parse`, without building it.
     /// Only objects allocate (one small key set per nesting level, reused).

@@ -35,13 +35,13 @@ struct JSONScanner {
             case UInt8(ascii: "{"):
                 guard stack.depth < maxDepth else { throw JSONError(kind: .tooDeep, offset: pos) }
                 stack.push(object: true)
-                sink.beginObject()
+                sink.beginObject(at: pos, in: parent)
                 pos += 1
                 skipWhitespace()
                 if pos < end && bytes[pos] == UInt8(ascii: "}") {
                     pos += 1
                     stack.pop()
-                    sink.endObject(in: parent)
+                    sink.endObject(in: parent, end: pos)
                 } else {
                     try readKey(into: &sink)
                     continue nextValue
@@ -49,7 +49,7 @@ struct JSONScanner {
             case UInt8(ascii: "["):
                 guard stack.depth < maxDepth else { throw JSONError(kind: .tooDeep, offset: pos) }
                 stack.push(object: false)
-                sink.beginArray()
+                sink.beginArray(at: pos, in: parent)
                 pos += 1
                 skipWhitespace()
                 if pos < end && bytes[pos] == UInt8(ascii: "]") {
@@ -60,26 +60,27 @@ struct JSONScanner {
                     continue nextValue
                 }
             case UInt8(ascii: "\""):
-                let token = try scanString(decode: Sink.buildsValues)
-                if Sink.buildsValues {
+                let build = Sink.buildsValues && sink.building
+                let token = try scanString(decode: build)
+                if build {
                     sink.value(.string(makeString(token)), in: parent)
                 }
             case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
                 let token = try scanNumber()
-                if Sink.buildsValues {
+                if Sink.buildsValues && sink.building {
                     sink.value(try numberValue(token), in: parent)
                 } else {
                     try checkNumber(token)
                 }
             case UInt8(ascii: "t"):
                 try expectLiteral("true")
-                if Sink.buildsValues { sink.value(.bool(true), in: parent) }
+                if Sink.buildsValues && sink.building { sink.value(.bool(true), in: parent) }
             case UInt8(ascii: "f"):
                 try expectLiteral("false")
-                if Sink.buildsValues { sink.value(.bool(false), in: parent) }
+                if Sink.buildsValues && sink.building { sink.value(.bool(false), in: parent) }
             case UInt8(ascii: "n"):
                 try expectLiteral("null")
-                if Sink.buildsValues { sink.value(.null, in: parent) }
+                if Sink.buildsValues && sink.building { sink.value(.null, in: parent) }
             default:
                 throw JSONError(kind: .unexpectedByte, offset: pos, byte: byte)
             }
@@ -118,7 +119,7 @@ struct JSONScanner {
                     } else if next == UInt8(ascii: "}") {
                         pos += 1
                         stack.pop()
-                        sink.endObject(in: stack.top)
+                        sink.endObject(in: stack.top, end: pos)
                     } else {
                         throw JSONError(kind: .unexpectedByte, offset: pos, byte: next)
                     }

@@ -8,15 +8,21 @@ protocol JSONSink {
     /// Whether the scanner should decode strings and convert numbers into
     /// `JSONValue`s and pass them to `value(_:in:)`.
     static var buildsValues: Bool { get }
-    mutating func beginArray()
-    mutating func beginObject()
+    /// With `buildsValues`: whether values are wanted at this point of the document (a sink
+    /// that captures a container as text turns it off inside it; the scanner then checks
+    /// scalars as `validate` does, without building them).
+    var building: Bool { get }
+    /// A container opens at byte `offset` (its `[` or `{`) inside `parent`.
+    mutating func beginArray(at offset: Int, in parent: JSONParent)
+    mutating func beginObject(at offset: Int, in parent: JSONParent)
     /// A member key of the innermost object; throws `.duplicateKey` at `offset`
     /// when the object already has it.
     mutating func key(_ key: String, offset: Int) throws(JSONError)
-    /// A complete scalar inside `parent` (only called when `buildsValues`).
+    /// A complete scalar inside `parent` (only called when `buildsValues` and `building`).
     mutating func value(_ value: JSONValue, in parent: JSONParent)
     /// Closes the innermost array, which sits inside `parent`.
     mutating func endArray(in parent: JSONParent)
-    /// Closes the innermost object, which sits inside `parent`.
-    mutating func endObject(in parent: JSONParent)
+    /// Closes the innermost object, which sits inside `parent`; `end` is the offset just past
+    /// its `}`.
+    mutating func endObject(in parent: JSONParent, end: Int)
 }

@@ -2,12 +2,13 @@
 /// open objects' keys to reject duplicates exactly as `parse` does.
 struct JSONValidationSink: JSONSink {
     static let buildsValues = false
+    var building: Bool { false }
 
     private var keys = JSONKeyTracker()
 
-    mutating func beginArray() {}
+    mutating func beginArray(at offset: Int, in parent: JSONParent) {}
 
-    mutating func beginObject() {
+    mutating func beginObject(at offset: Int, in parent: JSONParent) {
         keys.open()
     }
 
@@ -19,7 +20,7 @@ struct JSONValidationSink: JSONSink {
 
     mutating func endArray(in parent: JSONParent) {}
 
-    mutating func endObject(in parent: JSONParent) {
+    mutating func endObject(in parent: JSONParent, end: Int) {
         keys.close()
     }
 }

@@ -18,6 +18,9 @@ public struct VarlinkCall: Sendable {
     public let more: Bool
     /// The peer's credentials, when the transport knows them.
     public let peer: PeerCredentials?
+    /// The objects of the method's capture paths (`VarlinkMethod.capturing`), as the client
+    /// sent them; nil when the method has none or the call holds none.
+    public internal(set) var captured: VarlinkCapturedText?
 
     public init(
         interface: String, method: String, parameters: [String: JSONValue],

@@ -47,7 +47,17 @@ public struct VarlinkCallMessage: Sendable, Hashable {
     public static func decode(
         _ bytes: [UInt8], limits: JSONLimits = .default
     ) throws(VarlinkMessageError) -> VarlinkCallMessage {
-        let object = try VarlinkWire.decodeObject(bytes, limits: limits)
+        try decode(bytes, limits: limits, capturing: []).message
+    }
+
+    /// Decodes one framed message (without its NUL), leaving the objects at `paths` (from the
+    /// message's top level, so starting with `parameters`) as text: they stand as
+    /// placeholders in `parameters` (see `JSONCapture`).
+    /// - Throws: what `decode(_:limits:)` throws, for the same input.
+    static func decode(
+        _ bytes: [UInt8], limits: JSONLimits, capturing paths: [[JSONPathComponent]]
+    ) throws(VarlinkMessageError) -> (message: VarlinkCallMessage, captures: [JSONCapture]) {
+        let (object, captures) = try VarlinkWire.decodeObject(bytes, limits: limits, capturing: paths)
         guard let methodValue = object["method"], !methodValue.isNull else {
             throw .missingField("method")
         }
@@ -55,12 +65,13 @@ public struct VarlinkCallMessage: Sendable, Hashable {
             throw .wrongFieldType(field: "method", expected: "a string")
         }
         guard VarlinkNames.isQualifiedMemberName(method) else { throw .invalidMethodName(method) }
-        return VarlinkCallMessage(
+        let message = VarlinkCallMessage(
             method: method,
             parameters: try VarlinkWire.parameters(in: object),
             oneway: try VarlinkWire.flag("oneway", in: object),
             more: try VarlinkWire.flag("more", in: object),
             upgrade: try VarlinkWire.flag("upgrade", in: object))
+        return (message, captures)
     }
 
     /// The wire form including the NUL terminator. Flags are written only when true, and

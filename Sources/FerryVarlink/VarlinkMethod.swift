@@ -37,6 +37,10 @@ public struct VarlinkMethod: Sendable {
     /// When true, a call without `"more": true` is answered with
     /// `org.varlink.service.ExpectedMore` and the handler does not run.
     public var requiresMore: Bool
+    /// Paths from the parameters down to objects the handler takes as text rather than as
+    /// values (`VarlinkCall.captured`), for example a payload it stores as sent: they are
+    /// checked like the rest of the message but not built. Empty for most methods.
+    public var capturing: [[JSONPathComponent]] = []
     let kind: Kind
 
     /// A method whose handler runs as a task (it may await, stream replies with `more`, and
@@ -52,9 +56,12 @@ public struct VarlinkMethod: Sendable {
         VarlinkMethod(kind: .inline(handler))
     }
 
-    /// A method whose calls are handled in batches (see `VarlinkBatchHandler`).
-    public static func batched(_ handler: @escaping VarlinkBatchHandler) -> VarlinkMethod {
-        VarlinkMethod(kind: .batch(handler))
+    /// A method whose calls are handled in batches (see `VarlinkBatchHandler`), taking the
+    /// objects at `capturing` as text (see `capturing`).
+    public static func batched(capturing: [[JSONPathComponent]] = [], _ handler: @escaping VarlinkBatchHandler) -> VarlinkMethod {
+        var method = VarlinkMethod(kind: .batch(handler))
+        method.capturing = capturing
+        return method
     }
 
     private init(kind: Kind) {

@@ -34,8 +34,9 @@ extension VarlinkService {
     /// inline; task methods are left to `process`.
     func prepare(_ frame: [UInt8], peer: PeerCredentials?, isOutputClosed: Bool, limits: JSONLimits) -> (PreparedCall, Bool) {
         let message: VarlinkCallMessage
+        let captures: [JSONCapture]
         do {
-            message = try VarlinkCallMessage.decode(frame, limits: limits)
+            (message, captures) = try VarlinkCallMessage.decode(frame, limits: limits, capturing: capturePaths)
         } catch {
             guard let field = error.offendingField else { return (.done(.protocolViolation(error.description)), false) }
             return (.done(.finished(finalReply: VarlinkReplyMessage(.invalidParameter(field)).encoded())), false)
@@ -45,7 +46,8 @@ extension VarlinkService {
             return (.done(.finished(finalReply: message.oneway ? nil : VarlinkReplyMessage(parameters: parameters).encoded())), message.oneway)
         case let .failure(error):
             return (.done(.finished(finalReply: message.oneway ? nil : VarlinkReplyMessage(error).encoded())), message.oneway)
-        case let .handler(method, call):
+        case let .handler(method, resolved):
+            let call = attach(captures, frame: frame, limits: limits, to: resolved)
             switch method.kind {
             case .task(let handler):
                 return (.task(handler, call), call.oneway)

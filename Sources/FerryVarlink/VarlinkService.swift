@@ -26,6 +26,11 @@ public struct VarlinkService: Sendable {
     private var methods: [String: [String: VarlinkMethod]] = [:]
     /// Interface names in registration order, `org.varlink.service` first.
     public private(set) var interfaceNames: [String] = []
+    /// Every method's capture paths from the message's top level (`parameters` first), each
+    /// once; a message is decoded with all of them (its method is not known before).
+    private(set) var capturePaths: [[JSONPathComponent]] = []
+    /// Per qualified method name: the indices in `capturePaths` of its own capture paths.
+    private var methodCapturePaths: [String: Set<Int>] = [:]
 
     public init(info: Info) {
         self.info = info
@@ -59,10 +64,45 @@ public struct VarlinkService: Sendable {
         for name in handlers.keys where interface.methods[name] == nil {
             throw .unknownMethod(interface: interface.name, method: name)
         }
+        var paths = capturePaths, perMethod = methodCapturePaths
+        for (name, method) in handlers where !method.capturing.isEmpty {
+            var own = Set<Int>()
+            for path in method.capturing {
+                let full = [JSONPathComponent.key("parameters")] + path
+                if let i = paths.firstIndex(of: full) {
+                    own.insert(i)
+                } else {
+                    guard paths.count < 64 else { throw .tooManyCapturePaths(interface: interface.name) }
+                    own.insert(paths.count)
+                    paths.append(full)
+                }
+            }
+            perMethod[interface.name + "." + name] = own
+        }
+        capturePaths = paths
+        methodCapturePaths = perMethod
         interfaces[interface.name] = interface
         methods[interface.name] = handlers
         interfaceNames.append(interface.name)
         return interface
+    }
+
+    /// `call` with the text of the objects captured at its method's own capture paths; objects
+    /// captured at other methods' paths are built into its parameters after all, so a
+    /// handler only ever sees placeholders where it asked for them.
+    func attach(_ captures: [JSONCapture], frame: [UInt8], limits: JSONLimits, to call: VarlinkCall) -> VarlinkCall {
+        guard !captures.isEmpty else { return call }
+        let own = methodCapturePaths[call.qualifiedMethod] ?? []
+        if captures.allSatisfy({ own.contains($0.path) }) {
+            var call = call
+            call.captured = VarlinkCapturedText(frame: frame, captures: captures, limits: limits)
+            return call
+        }
+        guard case .object(let parameters) = JSONCapture.materialize(.object(call.parameters), captures: captures, bytes: frame, limits: limits) else {
+            return call
+        }
+        return VarlinkCall(interface: call.interface, method: call.method, parameters: parameters,
+                           oneway: call.oneway, more: call.more, peer: call.peer)
     }
 
     /// The registered interface called `name`, including `org.varlink.service`.

@@ -5,14 +5,27 @@ enum VarlinkWire {
     static func decodeObject(
         _ bytes: [UInt8], limits: JSONLimits
     ) throws(VarlinkMessageError) -> [String: JSONValue] {
+        try decodeObject(bytes, limits: limits, capturing: []).object
+    }
+
+    /// Decodes a message, leaving the objects at `paths` as text (see `JSONParser.parse(_:limits:capturing:)`).
+    static func decodeObject(
+        _ bytes: [UInt8], limits: JSONLimits, capturing paths: [[JSONPathComponent]]
+    ) throws(VarlinkMessageError) -> (object: [String: JSONValue], captures: [JSONCapture]) {
         let value: JSONValue
+        let captures: [JSONCapture]
         do {
-            value = try JSONParser.parse(bytes, limits: limits)
+            if paths.isEmpty {
+                value = try JSONParser.parse(bytes, limits: limits)
+                captures = []
+            } else {
+                (value, captures) = try JSONParser.parse(bytes, limits: limits, capturing: paths)
+            }
         } catch {
             throw .invalidJSON(error)
         }
         guard case let .object(object) = value else { throw .notAnObject(value.typeName) }
-        return object
+        return (object, captures)
     }
 
     static func parameters(in object: [String: JSONValue]) throws(VarlinkMessageError) -> [String: JSONValue] {

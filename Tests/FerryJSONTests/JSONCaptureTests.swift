@@ -1,0 +1,123 @@
+import FerryJSON
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// Capturing objects as text (`parse(_:limits:capturing:)`) and recognising canonical text
+/// (`JSONCanonical.check`), each held against the plain parser and writer on every corpus
+/// document and on seeded mutants of them.
+@Suite struct JSONCaptureTests {
+    static let paths: [[JSONPathComponent]] = [[.key("p")], [.key("a"), .anyElement]]
+
+    /// `{"a":[D,D],"p":D,"q":{"p":D}}`: D is captured three times, not under `q`.
+    static func wrap(_ d: [UInt8]) -> [UInt8] {
+        Array(#"{"a":["#.utf8) + d + [UInt8(ascii: ",")] + d + Array(#"],"p":"#.utf8) + d + Array(#","q":{"p":"#.utf8) + d + Array("}}".utf8)
+    }
+
+    /// The capture parse agrees with `parse` (same error, or a value that materializes to the
+    /// same one), captures exactly the objects at the paths, and their ranges hold them.
+    static func checkCapture(_ bytes: [UInt8], limits: JSONLimits, context: String) {
+        let plain = parseResult(bytes, limits: limits)
+        let captured: Result<(value: JSONValue, captures: [JSONCapture]), JSONError> = Result { () throws(JSONError) in
+            try JSONParser.parse(bytes, limits: limits, capturing: paths)
+        }
+        switch (plain, captured) {
+        case (.failure(let a), .failure(let b)):
+            #expect(a == b, "\(context)")
+        case (.success(let value), .success(let (capturedValue, captures))):
+            #expect(JSONCapture.materialize(capturedValue, captures: captures, bytes: bytes) == value, "\(context)")
+            var expected: [JSONValue] = []
+            if case .array(let items)? = value["a"] { expected += items.filter { if case .object = $0 { true } else { false } } }
+            if case .object? = value["p"] { expected.append(value["p"]!) }
+            #expect(captures.count == expected.count, "\(context)")
+            for (i, capture) in captures.enumerated() {
+                #expect(bytes[capture.range].first == UInt8(ascii: "{") && bytes[capture.range].last == UInt8(ascii: "}"), "\(context)")
+                if i < expected.count { #expect((try? JSONParser.parse(bytes[capture.range])) == expected[i], "\(context)") }
+            }
+            // Nothing under q is a placeholder.
+            if case .object(let q)? = capturedValue["q"], let inner = q["p"] { #expect(JSONCapture.index(of: inner) == nil, "\(context)") }
+        default:
+            Issue.record("parse and the capture parse disagree: \(plain) vs \(captured); \(context)")
+        }
+    }
+
+    /// `check` says canonical exactly when the writer gives the same bytes back (but for what it
+    /// documents as conservative), and then counts depth.
+    static func checkCanonical(_ bytes: [UInt8], context: String) {
+        guard case .success(let value) = parseResult(bytes, limits: JSONLimits(maxDepth: 64)) else { return }
+        let result = JSONCanonical.check(bytes[...])
+        let rewritten = JSONWriter.serialize(value)
+        if result.canonical {
+            #expect(rewritten == bytes, "called canonical but the writer gives \(String(decoding: rewritten, as: UTF8.self)); \(context)")
+        } else if rewritten == bytes {
+            // Allowed only for what `check` documents as conservative.
+            #expect(Self.conservative(value), "canonical text not recognised: \(String(decoding: bytes, as: UTF8.self)); \(context)")
+        }
+        if result.canonical { #expect(result.depth == Self.depth(value), "\(context)") }
+    }
+
+    /// Holds what `check` may call not canonical although it is: a double, an integer of 19
+    /// digits, or a key the writer escapes.
+    static func conservative(_ value: JSONValue) -> Bool {
+        switch value {
+        case .double: return true
+        case .int(let i): return i.magnitude >= 1_000_000_000_000_000_000
+        case .array(let a): return a.contains(where: conservative)
+        case .object(let o):
+            return o.contains { key, member in
+                key.utf8.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") } || conservative(member)
+            }
+        default: return false
+        }
+    }
+
+    static func depth(_ value: JSONValue) -> Int {
+        switch value {
+        case .array(let a): return 1 + (a.map(depth).max() ?? 0)
+        case .object(let o): return 1 + (o.values.map(depth).max() ?? 0)
+        default: return 0
+        }
+    }
+
+    static var documents: [[UInt8]] {
+        JSONTestCorpus.byteDocuments + [
+            #"{"done":false,"notes":"nnn","priority":3,"tags":["shopping","weekly"],"title":"Buy oat milk"}"#,
+            #"{"title":"unsorted","done":false}"#, #"{"a":1, "b":2}"#, #"{"a":-0}"#, #"{"a":"x\/y"}"#,
+            #"{"a":"\u0001\u001f\u007f"}"#, #"{"a":"\u001F"}"#, #"{"a":"\u000a"}"#, #"{"a":"é\u00e9"}"#,
+            #"{"":1,"a":{"":[{},[]]}}"#, #"{"b":1,"a":2}"#, #"{"a":1,"a\u0000":2}"#, #"{"a":[1,2,{"z":null,"y":true}]}"#,
+            #"{"n":1000000000000000000,"m":-999999999999999999}"#, #"{"k":9223372036854775807}"#,
+        ].map { Array($0.utf8) }
+    }
+
+    @Test func corpusDocumentsAreCapturedAndRecognised() {
+        for d in Self.documents {
+            let context = "input: \(String(decoding: d, as: UTF8.self))"
+            Self.checkCapture(Self.wrap(d), limits: .default, context: context)
+            Self.checkCanonical(d, context: context)
+            if case .success(let v) = parseResult(d) {
+                Self.checkCanonical(JSONWriter.serialize(v), context: "the writer's output for \(context)")
+            }
+        }
+    }
+
+    @Test func mutantsAgreeWithTheParserAndTheWriter() {
+        var rng = SplitMix64(seed: JSONFuzzTests.baseSeed ^ 0xCA97)
+        let corpus = Self.documents
+        let limits = JSONLimits(maxBytes: 1 << 16, maxDepth: 12)
+        for iteration in 0..<5_000 {
+            var d = corpus[Int.random(in: 0..<corpus.count, using: &rng)]
+            for _ in 0..<Int.random(in: 1...3, using: &rng) { JSONFuzzTests.mutate(&d, using: &rng) }
+            let context = "iteration \(iteration), input: \(hexDump(d))"
+            Self.checkCapture(Self.wrap(d), limits: limits, context: context)
+            Self.checkCanonical(d, context: context)
+        }
+    }
+
+    /// The capture parse takes the same input split anywhere: every prefix fails as `parse` does.
+    @Test func everyPrefixFailsAsParseFails() {
+        let bytes = Self.wrap(Array(#"{"done":false,"tags":["a"],"t":{"x":1}}"#.utf8))
+        for cut in 0..<bytes.count {
+            Self.checkCapture(Array(bytes[..<cut]), limits: .default, context: "prefix of \(cut) bytes")
+        }
+    }
+}

@@ -35,9 +35,10 @@ struct FolderWriterState: Sendable, Equatable {
     /// `high` the state remembered. The store that keeps this state did not write them (a copy
     /// of this device did, before this store was restored from an older backup; or this store,
     /// just before a crash kept it from remembering), so the reader reads them back once like
-    /// another device's files (`FolderTransport` "own" cursor entry), starting at `after` when
-    /// its cursor has no entry for this device yet. It stays after they were read: the cursor's
-    /// entry says how far the reader got, and a reader starting over (no cursor) reads them again.
+    /// another device's files, keeping its progress in the pull cursor's entry for this device
+    /// (made with floor `after` when the cursor has none). The range stays after they were read:
+    /// that entry says how far the reader got, and a reader starting over (no cursor) reads them
+    /// again, which the engine's merge makes harmless.
     struct Reread: Sendable, Equatable {
         var after: UInt64
         var through: UInt64

@@ -17,7 +17,13 @@ public protocol Transport: AnyObject, Sendable {
     /// The envelopes stored after `cursor` (nil: from the beginning), at most `limit` of them.
     /// When none are there, waits up to `wait` for some to arrive (file-system events, a
     /// long-poll) before answering with an empty page; returns early when the task is cancelled.
-    /// The page may include this device's own envelopes; the engine skips them.
+    ///
+    /// A transport may leave out the envelopes this device sealed (its own pushes, which its
+    /// store has), but MUST deliver those its store may not have: ones a copy of this device
+    /// pushed that the store never saw, because the store was restored from an older backup
+    /// (same machine, same node id). The engine applies every envelope delivered with the merge
+    /// rules, own ones included; an own envelope the store has is a duplicate and changes
+    /// nothing, so delivering too many costs time, never correctness.
     func pull(after cursor: String?, limit: Int, wait: Duration) async throws(TransportFailure) -> PullPage
 
     /// Stores a sealed attachment blob read from the file at `path` under `key`. Idempotent.

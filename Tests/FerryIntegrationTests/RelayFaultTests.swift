@@ -233,6 +233,63 @@ import Testing
         #expect(a.harness.isRunning && b.harness.isRunning && c.harness.isRunning)
     }
 
+    /// A's state directory is restored from a backup taken before it pushed 20 more records
+    /// and edited one (all on the relay and on B): A keeps its node id, its first pulls after
+    /// the start read its own events back from the relay, so it gets every record again; a
+    /// write it makes afterwards wins over its own version from before the restore, on both
+    /// devices; and a restart afterwards reads nothing twice.
+    @Test func aDeviceRestoredFromAnOlderBackupGetsBackWhatItPushedSince() async throws {
+        let (relay, a, b, owner, token) = try await Self.setUp()
+        try await Self.write(5, on: a, prefix: "old")
+        try await Self.expectExactlyOnce(relay, a, b, owner: owner, token: token, expected: 5)
+        let node = try await a.client().status().node
+
+        #expect(a.harness.stop() == 0)
+        let backup = a.harness.root + "/backup"
+        try a.backUpState(to: backup)
+        try a.start()
+        try await Self.write(20, on: a, prefix: "since")
+        _ = try await a.client().put(entity: "note", id: "old0", payload: ["edited": "before the restore"])
+        #expect(try await eventually(.seconds(60)) { try await a.client().outbox(limit: 1).isEmpty }, "\(a.logTail)")
+        #expect(try await eventually(.seconds(60)) { try await b.records() == a.records() }, "\(b.logTail)")
+        let beforeRestore = try await b.records()
+        #expect(beforeRestore.count == 25)
+
+        #expect(a.harness.stop() == 0)
+        try a.restoreState(from: backup)
+        try a.start()
+        #expect(try await a.client().status().node == node, "restored on the same machine, a keeps its node id")
+        let back = try await eventually(.seconds(60)) { try await a.records() == beforeRestore }
+        if !back {
+            let onA = try await a.records()
+            Issue.record("a has \(onA.count) of \(beforeRestore.count): \(Set(beforeRestore.keys).subtracting(onA.keys).sorted().prefix(5))\n\(a.logTail)")
+        }
+        #expect(try await b.records() == beforeRestore)
+
+        // A new write after the restore wins over a's own version from before it.
+        let old = try #require(beforeRestore["old0"])
+        let edit = try await a.client().put(entity: "note", id: "old0", payload: ["edited": "after the restore"])
+        #expect(edit.hlc > old.hlc, "\(edit.hlc) vs \(old.hlc)")
+        #expect(try await eventually(.seconds(60)) { try await b.records()["old0"]?.payload?.contains("after the restore") == true },
+                "\(b.logTail)")
+        #expect(try await eventually(.seconds(60)) { try await a.records() == b.records() })
+        #expect(try await a.records().count == 25)
+        // The relay holds one event per record: nothing was stored twice.
+        #expect(try await eventually(.seconds(30)) { try Self.relayEvents(relay, owner: owner, token: token) == 25 })
+
+        // A normal restart reads back only what a pushed after its last saved cursor (at most
+        // its last edit), not the 21 versions it read back after the restore.
+        let pulledAfterRestore = try await a.transport("relay")?.pulled ?? 0
+        #expect(pulledAfterRestore >= 21, "a read back \(pulledAfterRestore) versions after the restore")
+        #expect(a.harness.stop() == 0)
+        try a.start()
+        _ = try await b.client().put(entity: "note", id: "from-b", payload: ["v": 1])
+        #expect(try await eventually(.seconds(60)) { try await a.records()["from-b"] != nil })
+        let pulledAfterRestart = try await a.transport("relay")?.pulled ?? 0
+        #expect(pulledAfterRestart <= 3, "a pulled \(pulledAfterRestart) versions after a normal restart")
+        #expect(a.harness.isRunning && b.harness.isRunning)
+    }
+
     @Test func aReplayedPushIsADuplicateAndStoredOnce() async throws {
         var proxy: FaultProxy?
         let (relay, a, b, owner, token) = try await Self.setUp { relay in

@@ -51,6 +51,21 @@ final class SyncDevice: @unchecked Sendable {
         _ = try await client().addTransport(space: space, name: name, kind: "folder", location: path)
     }
 
+    /// Copies this device's state directory (its store) to `path`, as a backup does; ferryd
+    /// must be stopped, so the SQLite files are consistent.
+    func backUpState(to path: String) throws {
+        precondition(!harness.isRunning, "back up a stopped device")
+        try FileManager.default.copyItem(atPath: harness.stateDirectory, toPath: path)
+    }
+
+    /// Replaces this device's state directory by the copy at `path`, as restoring that backup
+    /// on the same machine does (the node id stays); ferryd must be stopped.
+    func restoreState(from path: String) throws {
+        precondition(!harness.isRunning, "restore onto a stopped device")
+        try FileManager.default.removeItem(atPath: harness.stateDirectory)
+        try FileManager.default.copyItem(atPath: path, toPath: harness.stateDirectory)
+    }
+
     /// The last lines of this device's log, named, for a failed test's report.
     var logTail: String {
         let lines = harness.log.split(separator: "\n").suffix(40)

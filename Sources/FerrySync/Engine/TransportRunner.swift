@@ -12,7 +12,9 @@ import Synchronization
 /// Pull: reads pages after the stored cursor, opens and checks every envelope (another owner,
 /// a bad key, tampering: refused and logged, never applied), fetches the attachments the
 /// versions reference, applies them with the merge rules, then saves the cursor. Applying
-/// again after a crash is harmless: the merge is idempotent.
+/// again after a crash is harmless: the merge is idempotent. This device's own envelopes are
+/// applied like any other: transports deliver them only when the store may lack them (see
+/// `Transport.pull`), so a store restored from an older backup gets back what it wrote since.
 /// Missing attachments: now and then, with backoff, looks for the blobs of attachments that
 /// records of the space were applied without (they had not arrived within `attachmentWait`),
 /// and stores those it finds.
@@ -457,8 +459,10 @@ final class TransportRunner: Sendable {
             healthState.withLock { $0.refused += 1; $0.lastRefusal = problem }
         }
         var versions: [RecordVersion] = []
-        let own = store.nodeID
-        for envelope in page.envelopes where envelope.header.device != own {
+        // Envelopes this device sealed are applied too: a transport delivers them only when the
+        // store may not have them (it was restored from an older backup, and a copy of this
+        // device wrote them since), and one it has is a duplicate, which changes nothing.
+        for envelope in page.envelopes {
             do {
                 versions.append(try sealer.open(envelope, limits: store.configuration.limits))
             } catch {

@@ -12,7 +12,9 @@ extension FolderTransport {
     /// The most names read from one directory.
     static let maxDirectoryEntries = 100_000
 
-    /// Reads the other devices' envelopes after `cursor`, at most `limit` (see `Transport.pull`).
+    /// Reads the other devices' envelopes after `cursor`, at most `limit` (see `Transport.pull`),
+    /// and, once, this device's own files that its store never saw (found above what it
+    /// remembered: the store was restored from an older backup, see `FolderWriterState.reread`).
     ///
     /// Per device it reads the newest snapshot when it supersedes segments the cursor has not
     /// consumed, then every segment the cursor has not consumed (late and out-of-order ones
@@ -55,7 +57,8 @@ extension FolderTransport {
         try checkFolder()
         // Best effort, so there is a directory to watch; a read-only folder can still be read.
         try? makeOwnDirectory()
-        if let epoch = try checkBeforePull(cursor: cursor, progress: progress) { progress.epoch = epoch }
+        let own = try checkBeforePull(cursor: cursor, progress: progress)
+        if let own { progress.epoch = own.epoch }
         var page = PullPage(envelopes: [], cursor: progress.text, more: false)
         // Watched before it is listed, so that a device directory made after the listing still
         // wakes the wait (watched after, one made in between would wait for the poll).
@@ -68,10 +71,19 @@ extension FolderTransport {
             throw unavailable(error)
         }
         var bytes = 0
-        let devices = deviceNames.compactMap(FolderFileName.device).filter { $0 != device.value }.sorted().prefix(Self.maxDevices)
+        // This device's own directory is read only for files its store never saw (see
+        // `FolderWriterState.reread`), up to the last of them, and until the cursor's entry for
+        // this device has passed that one; otherwise its store has everything in it.
+        var ownThrough: UInt64?
+        if let reread = own?.reread, (progress.devices[device.value]?.floor ?? reread.after) < reread.through {
+            ownThrough = reread.through
+            if progress.devices[device.value] == nil { progress.devices[device.value] = FolderCursor.Device(floor: reread.after) }
+        }
+        let devices = deviceNames.compactMap(FolderFileName.device).filter { $0 != device.value || ownThrough != nil }.sorted().prefix(Self.maxDevices)
         for id in devices {
             var state = progress.devices[id] ?? FolderCursor.Device()
-            let full = try readDevice(NodeID(id), state: &state, into: &page, limit: limit, bytes: &bytes)
+            let full = try readDevice(NodeID(id), state: &state, into: &page, limit: limit, bytes: &bytes,
+                                      through: id == device.value ? ownThrough : nil)
             if state != FolderCursor.Device() || progress.devices[id] != nil { progress.devices[id] = state }
             if full {
                 page.more = true
@@ -82,9 +94,11 @@ extension FolderTransport {
         return page
     }
 
-    /// Reads one device's directory; true when the page filled up.
+    /// Reads one device's directory; true when the page filled up. With `through` (this
+    /// device's own directory, read back after a restore) only segments up to it are read, and
+    /// no conflict copies; a snapshot is read as for any device.
     private func readDevice(_ id: NodeID, state: inout FolderCursor.Device, into page: inout PullPage,
-                            limit: Int, bytes: inout Int) throws(TransportFailure) -> Bool {
+                            limit: Int, bytes: inout Int, through: UInt64? = nil) throws(TransportFailure) -> Bool {
         let dir = ownerDirectory + "/" + id.description
         // Watched before it is listed, like the owner directory: a file renamed into place after
         // the listing wakes the wait.
@@ -99,9 +113,9 @@ extension FolderTransport {
         var segments: [UInt64] = [], snapshots: [UInt64] = [], copies: [String] = []
         for name in names {
             switch FolderFileName(name) {
-            case .segment(let seq): segments.append(seq)
+            case .segment(let seq): if seq <= through ?? .max { segments.append(seq) }
             case .snapshot(let seq): snapshots.append(seq)
-            case .conflictCopy: copies.append(name)
+            case .conflictCopy: if through == nil { copies.append(name) }
             case .ignored: break
             }
         }

@@ -49,19 +49,23 @@ extension FolderTransport {
     }
 
     /// Takes what a freshly read log shows into the state: seqs above the remembered ones (a
-    /// crash before the state was saved, or a newer copy of this device) are never used again,
-    /// and a newer snapshot is expected from now on. Never lowers what the state remembers:
-    /// the next seq is above both.
+    /// crash before the state was saved, or a newer copy of this device: the store was restored
+    /// from an older backup) are never used again, and the files holding them are to be read
+    /// back (`FolderWriterState.reread`), since the store may not have their envelopes; a newer
+    /// snapshot is expected from now on. Never lowers what the state remembers: the next seq is
+    /// above both.
     func adopt(_ log: inout FolderOwnLog, into w: inout Writer) {
         guard var state = w.state else { return }
-        if log.lastSeq > state.high { state.high = log.lastSeq }
+        state.adopt(diskHigh: log.lastSeq)
         if let snap = log.snapshot, snap.seq > state.base {
             state.base = snap.seq
             state.snapshot = snap.seq
         }
         log.lastSeq = max(log.lastSeq, state.high)
         w.state = state
-        try? saveState(&w)  // best effort: remembering more only makes the check stricter
+        // Best effort: remembering more only makes the check stricter, and the files to read
+        // back are kept in memory meanwhile (and found again at the next start if never saved).
+        try? saveState(&w)
     }
 
     /// Checks that every file this device wrote into its directory and did not remove itself
@@ -97,7 +101,8 @@ extension FolderTransport {
         let reset = top + 1
         // Remembered first: a crash after this still reports the loss (the cursor's epoch is
         // older); the new snapshot is expected only once it is in place.
-        state = FolderWriterState(high: reset, base: reset, snapshot: 0, epoch: state.epoch + 1)
+        // Own files still to be read back stay so: `snap-R` keeps what survives of them.
+        state = FolderWriterState(high: reset, base: reset, snapshot: 0, epoch: state.epoch + 1, reread: state.reread)
         w.state = state
         w.log = nil
         try saveState(&w)
@@ -123,28 +128,36 @@ extension FolderTransport {
         throw .hostLostData(message)
     }
 
+    /// What a pull learns from the writer's state: the epoch for the new cursor, and which of
+    /// this device's own files are to be read back (`FolderWriterState.reread`).
+    struct OwnFilesForPull: Sendable {
+        var epoch: UInt64
+        var reread: FolderWriterState.Reread?
+    }
+
     /// For a pull after `cursor`: checks this device's own files (best effort: a folder that
-    /// cannot be written is still read) and reads them once (so their seqs are remembered),
-    /// and checks that the cursor is of the current epoch. A cursor
-    /// made before the writer last found its files lost means the engine has not started the
-    /// transport over since (it crashed in between): `.hostLostData` again. Returns the epoch
-    /// for the new cursor; nil when the state cannot be read (the cursor keeps its own).
-    func checkBeforePull(cursor: String?, progress: FolderCursor) throws(TransportFailure) -> UInt64? {
-        try writer.withLock { (w: inout Writer) throws(TransportFailure) -> UInt64? in
+    /// cannot be written is still read) and reads them once (so their seqs are remembered, and
+    /// files above what the store remembered are found: those are to be read back), and checks
+    /// that the cursor is of the current epoch. A cursor made before the writer last found its
+    /// files lost means the engine has not started the transport over since (it crashed in
+    /// between): `.hostLostData` again. Returns the epoch for the new cursor and the own files
+    /// to read back; nil when the state cannot be read (the cursor keeps its own epoch).
+    func checkBeforePull(cursor: String?, progress: FolderCursor) throws(TransportFailure) -> OwnFilesForPull? {
+        try writer.withLock { (w: inout Writer) throws(TransportFailure) -> OwnFilesForPull? in
             do throws(TransportFailure) {
                 try checkOwnFiles(&w)
             } catch {
                 if case .hostLostData = error { throw error }
             }
             // Read once, so the seqs on disk are remembered before anything can delete them
-            // (a device that only reads, or a first start after an upgrade).
+            // (a device that only reads, or a first start after an upgrade or a restore).
             if w.log == nil { _ = try? openOwnLog(&w) }
             guard let state = w.state else { return nil }
             if let cursor, !cursor.isEmpty, progress.epoch != state.epoch {
                 let found = health.withLock { $0.lastLoss }
                 throw .hostLostData(found ?? "the folder \(path) lost files this device wrote (found before the transport was started over); every record is written into it again")
             }
-            return state.epoch
+            return OwnFilesForPull(epoch: state.epoch, reread: state.reread)
         }
     }
 }

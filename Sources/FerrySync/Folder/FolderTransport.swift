@@ -11,7 +11,9 @@ import Synchronization
 /// device's segments by one snapshot of their newest envelope per stream. Files are written
 /// under a hidden temporary name, fsynced and renamed into place, never rewritten. A pull reads
 /// the other devices' directories and copes with what sync tools do: files arriving late, out of
-/// order, half-written, duplicated as conflict copies, or deleted.
+/// order, half-written, duplicated as conflict copies, or deleted. Its own directory it reads
+/// only for files its store never saw (found above the seq the store remembered, after the
+/// store was restored from an older backup), once (`FolderWriterState.reread`).
 ///
 /// The transport never creates `PATH` itself: a missing folder (unmounted) or a read-only one
 /// fails with `.unavailable` and shows in `status()`. Files this device wrote that are gone

@@ -1,16 +1,20 @@
 /// What a writer remembers about its own directory of the synced folder, outside the folder (in
 /// the store, see `FolderTransport.StateKeeper`), so that losing the folder's files cannot make
-/// it forget: the seqs it used, and which of its files must still be there.
+/// it forget: the seqs it used, which of its files must still be there, and which of its files
+/// its store never saw.
 ///
-/// It promises two things (docs/protocol.md "Lost files"):
+/// It promises three things (docs/protocol.md "Lost files" and "Reading and the cursor"):
 /// - a seq is never used twice: the next file is above both `high` and every seq on disk, so a
 ///   reader whose floor passed a seq never skips new bytes under an old name;
 /// - `lost(names:)` says when files this device wrote and did not remove itself are gone: its
 ///   snapshot `snapshot`, or a segment in `base+1 ... high`. Files a newer snapshot on disk
-///   supersedes are not expected any more (a copy of this device with a newer state compacted).
+///   supersedes are not expected any more (a copy of this device with a newer state compacted);
+/// - `reread` names the own files found on disk above what the state remembered (written by a
+///   copy of this device whose store is not this one: the store was restored from a backup),
+///   which the reader reads back like another device's, so their records come back.
 ///
-/// Its text is compact JSON `{"b":B,"e":E,"h":H,"s":S,"v":1}`; parsing is pure and capped at
-/// `maxTextBytes`.
+/// Its text is compact JSON `{"b":B,"e":E,"h":H,"s":S,"v":1}`, with `"ra":A,"rt":T` between
+/// `h` and `s` while `reread` is set; parsing is pure and capped at `maxTextBytes`.
 struct FolderWriterState: Sendable, Equatable {
     /// The highest segment or snapshot seq this device wrote into the directory.
     var high: UInt64 = 0
@@ -24,16 +28,32 @@ struct FolderWriterState: Sendable, Equatable {
     /// made in (`FolderCursor.epoch`); an older one means the transport has not been started
     /// over since the last loss, which is then reported again (`hostLostData`).
     var epoch: UInt64 = 0
+    /// Own files this device's store does not know the envelopes of: nil for none.
+    var reread: Reread?
+
+    /// Own segments and snapshots with seqs in `after+1 ... through`, found on disk above the
+    /// `high` the state remembered. The store that keeps this state did not write them (a copy
+    /// of this device did, before this store was restored from an older backup; or this store,
+    /// just before a crash kept it from remembering), so the reader reads them back once like
+    /// another device's files, keeping its progress in the pull cursor's entry for this device
+    /// (made with floor `after` when the cursor has none). The range stays after they were read:
+    /// that entry says how far the reader got, and a reader starting over (no cursor) reads them
+    /// again, which the engine's merge makes harmless.
+    struct Reread: Sendable, Equatable {
+        var after: UInt64
+        var through: UInt64
+    }
 
     static let maxTextBytes = 256
 
     init() {}
 
-    init(high: UInt64, base: UInt64, snapshot: UInt64, epoch: UInt64) {
+    init(high: UInt64, base: UInt64, snapshot: UInt64, epoch: UInt64, reread: Reread? = nil) {
         self.high = high
         self.base = base
         self.snapshot = snapshot
         self.epoch = epoch
+        self.reread = reread
     }
 
     /// Reads the text; nil or empty text is the state of a device that never wrote.
@@ -46,7 +66,8 @@ struct FolderWriterState: Sendable, Equatable {
         guard bytes.count <= Self.maxTextBytes else {
             throw FolderCursorError("the folder writer state is \(bytes.count) bytes, more than the limit of \(Self.maxTextBytes)")
         }
-        // Flat: {"key":unsigned,...}; each key once; exactly the four keys and "v":1.
+        // Flat: {"key":unsigned,...}; each key once; exactly the four keys (six with a reread
+        // range) and "v":1.
         var fields: [String: UInt64] = [:]
         var i = 0
         func fail(_ why: String) -> FolderCursorError {
@@ -81,15 +102,36 @@ struct FolderWriterState: Sendable, Equatable {
             break
         }
         guard fields["v"] == 1 else { throw FolderCursorError("the folder writer state has version \(fields["v"].map(String.init) ?? "none"); this build reads version 1") }
-        guard Set(fields.keys) == ["b", "e", "h", "s", "v"], let b = fields["b"], let e = fields["e"], let h = fields["h"], let s = fields["s"] else {
-            throw FolderCursorError("the folder writer state has the keys \(fields.keys.sorted()); version 1 has b, e, h, s and v")
+        let keys = Set(fields.keys)
+        guard keys == ["b", "e", "h", "s", "v"] || keys == ["b", "e", "h", "ra", "rt", "s", "v"],
+              let b = fields["b"], let e = fields["e"], let h = fields["h"], let s = fields["s"] else {
+            throw FolderCursorError("the folder writer state has the keys \(fields.keys.sorted()); version 1 has b, e, h, s and v, and ra and rt together")
         }
         guard b <= h, s <= h else { throw FolderCursorError("the folder writer state says base \(b) or snapshot \(s) above its highest seq \(h)") }
-        self.init(high: h, base: b, snapshot: s, epoch: e)
+        var reread: Reread?
+        if let after = fields["ra"], let through = fields["rt"] {
+            guard after < through, through <= h else {
+                throw FolderCursorError("the folder writer state's own files to read again, \(after) to \(through), are not a range up to its highest seq \(h)")
+            }
+            reread = Reread(after: after, through: through)
+        }
+        self.init(high: h, base: b, snapshot: s, epoch: e, reread: reread)
     }
 
     /// The compact JSON text.
-    var text: String { "{\"b\":\(base),\"e\":\(epoch),\"h\":\(high),\"s\":\(snapshot),\"v\":1}" }
+    var text: String {
+        let range = reread.map { ",\"ra\":\($0.after),\"rt\":\($0.through)" } ?? ""
+        return "{\"b\":\(base),\"e\":\(epoch),\"h\":\(high)\(range),\"s\":\(snapshot),\"v\":1}"
+    }
+
+    /// Takes in that this device's directory holds files up to `seq`. Seqs above `high` are
+    /// never used again, and the files above it are ones this state's store never saw, to be
+    /// read back (`reread`, which grows to cover them and never shrinks). Pure.
+    mutating func adopt(diskHigh seq: UInt64) {
+        guard seq > high else { return }
+        reread = Reread(after: min(reread?.after ?? high, high), through: seq)
+        high = seq
+    }
 
     /// Which files this device wrote and did not remove are missing from its directory, whose
     /// names are `names` (nil: the directory itself is gone); nil when none is. Pure.

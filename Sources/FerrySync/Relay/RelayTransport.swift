@@ -14,8 +14,11 @@ public final class RelayTransport: Transport {
     public let name: String
     public let base: URL
     public let owner: OwnerID
-    /// This device: its own events are not pulled back.
+    /// This device: once the first catch-up after start has read them (a store restored from
+    /// an older backup gets back what a copy of this device pushed since), its own events are
+    /// left out of pulls (`OwnEventReading`). Nil: every event is pulled.
     public let device: NodeID?
+    private let ownEvents = Mutex(OwnEventReading())
     private let http: RelayHTTP
     private let session: URLSession
     /// The longest long-poll asked for (the relay caps it to its own maximum).
@@ -68,7 +71,8 @@ public final class RelayTransport: Transport {
         let seconds = Int(min(wait, maxWait).components.seconds)
         var query: [(String, String)] = [("limit", String(min(max(limit, 1), 1000))), ("wait", String(max(seconds, 0)))]
         if let cursor, !cursor.isEmpty { query.append(("after", cursor)) }
-        if let device { query.append(("skipDevice", device.description)) }
+        let leavesOutOwn = device != nil && ownEvents.withLock { $0.mayLeaveOut(after: cursor) }
+        if leavesOutOwn, let device { query.append(("skipDevice", device.description)) }
         let request = http.request("GET", ownerPath + "/events", query: query, timeout: TimeInterval(seconds + 30))
         let reply: RelayHTTP.Reply
         do {
@@ -92,7 +96,9 @@ public final class RelayTransport: Transport {
             }
             do { envelopes.append(try Envelope.decode([UInt8](data))) } catch { unreadable.append("an event: \(error)") }
         }
-        return PullPage(envelopes: envelopes, unreadable: unreadable, cursor: next, more: parsed["more"]?.boolValue ?? false)
+        let more = parsed["more"]?.boolValue ?? false
+        if !leavesOutOwn { ownEvents.withLock { $0.answered(cursor: next, more: more) } }
+        return PullPage(envelopes: envelopes, unreadable: unreadable, cursor: next, more: more)
     }
 
     public func putBlob(key: BlobKey, from path: String) async throws(TransportFailure) {

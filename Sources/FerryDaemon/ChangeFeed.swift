@@ -12,6 +12,8 @@ final class ChangeFeed: Sendable {
         let seq: Int64
         let space: String
         let entity: String
+        /// The record, as space, entity and id joined by NUL.
+        let key: String
         /// The reply every watcher gets for this change, encoded once.
         let reply: VarlinkEncodedReply
     }
@@ -41,6 +43,9 @@ final class ChangeFeed: Sendable {
         var through: Int64
         /// The encoded size of `items`.
         var bytes = 0
+        /// Per record in `items`: the seq of its newest item. An older item of the record is
+        /// superseded: a page leaves it out, as the store's change log does.
+        var latest: [String: Int64] = [:]
         var live: [UInt64: Live] = [:]
         var nextLiveID: UInt64 = 0
     }
@@ -61,7 +66,8 @@ final class ChangeFeed: Sendable {
     }
 
     /// The changes after `cursor` (at most `limit`) that match the filters, and the position
-    /// read through; nil when `cursor` is older than the feed holds.
+    /// read through; nil when `cursor` is older than the feed holds. A record changed several
+    /// times after `cursor` comes once, at its newest change (as `Store.changes` gives it).
     func page(after cursor: Int64, limit: Int, spaces: Set<String>?, entities: Set<String>?) throws(FerryError) -> (items: [Item], through: Int64)? {
         let result: Result<(items: [Item], through: Int64)?, FerryError> = state.withLock { s in
             if cursor < s.start { return .success(nil) }
@@ -84,7 +90,9 @@ final class ChangeFeed: Sendable {
             while i < s.items.count {
                 let item = s.items[i]
                 if out.count == limit { through = s.items[i - 1].seq; break }
-                if (spaces?.contains(item.space) ?? true) && (entities?.contains(item.entity) ?? true) { out.append(item) }
+                if s.latest[item.key] == item.seq && (spaces?.contains(item.space) ?? true) && (entities?.contains(item.entity) ?? true) {
+                    out.append(item)
+                }
                 i += 1
             }
             return .success((out, max(through, cursor)))
@@ -170,9 +178,11 @@ final class ChangeFeed: Sendable {
                 Wire.append(record, payloadText: record.payload, to: &bytes)
                 bytes.append(UInt8(ascii: "}"))
                 let item = Item(seq: record.seq, space: record.space, entity: record.entity,
+                                key: record.space + "\u{0}" + record.entity + "\u{0}" + record.id,
                                 reply: VarlinkEncodedReply(parametersJSON: bytes))
                 s.bytes += item.reply.size
                 s.items.append(item)
+                s.latest[item.key] = item.seq
             }
             s.through = page.through
             trim(&s)   // page by page, so a long backlog never sits in memory whole
@@ -189,6 +199,7 @@ final class ChangeFeed: Sendable {
             drop += 1
         }
         guard drop > 0 else { return }
+        for item in s.items[..<drop] where s.latest[item.key] == item.seq { s.latest.removeValue(forKey: item.key) }
         s.start = s.items[drop - 1].seq
         s.items.removeFirst(drop)
         s.bytes = bytes

@@ -26,4 +26,35 @@ import Testing
         #expect(try feed.page(after: store.lastSeq - 25, limit: 500, spaces: nil, entities: nil)?.items.count == 25)
         #expect(try feed.page(after: store.lastSeq - 40, limit: 500, spaces: nil, entities: nil) == nil)
     }
+
+    /// A watcher behind gets a record changed several times since its cursor once, at its
+    /// newest change, from the feed as from the store (docs/api.md, Watch); a record whose
+    /// newest change is past the page's end comes on the next page.
+    @Test func aRecordChangedSeveralTimesComesOnceAtItsNewestChange() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("feed-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var config = StoreConfiguration(directory: dir)
+        config.durability = .normal
+        let store = try Store(configuration: config)
+        let hub = WatchHub(lastSeq: store.lastSeq)
+        let feed = ChangeFeed(store: store, hub: hub)
+        let start = store.lastSeq
+        _ = try #require(try feed.page(after: start, limit: 500, spaces: nil, entities: nil))
+        for v in 1...3 {
+            _ = try store.put(entity: "note", id: "a", payload: #"{"v":\#(v)}"#)
+            _ = try store.put(entity: "note", id: "b\(v)", payload: "{}")
+            hub.committed(store.lastSeq)
+            _ = try feed.page(after: store.lastSeq, limit: 500, spaces: nil, entities: nil)   // the feed reads each commit
+        }
+        let page = try #require(try feed.page(after: start, limit: 500, spaces: nil, entities: nil))
+        let fromStore = try store.changes(since: start).records.map(\.seq)
+        #expect(page.items.map(\.seq) == fromStore)
+        #expect(page.items.filter { $0.key.hasSuffix("\u{0}a") }.count == 1)
+        #expect(page.items.count == 4 && page.through == store.lastSeq)
+        // Cut after the first b: a's newest change is still ahead, so a is not on this page.
+        let first = try #require(try feed.page(after: start, limit: 1, spaces: nil, entities: nil))
+        #expect(first.items.map(\.key) == ["private\u{0}note\u{0}b1"])
+        let rest = try #require(try feed.page(after: first.through, limit: 500, spaces: nil, entities: nil))
+        #expect(rest.items.map(\.seq) == Array(fromStore.dropFirst()))
+    }
 }

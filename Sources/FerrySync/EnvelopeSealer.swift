@@ -83,12 +83,16 @@ public struct EnvelopeSealer: Sendable {
         var attachments: [String]
     }
 
-    /// Parses a body plaintext. The payload keeps its exact text when the body has the layout
-    /// `seal` writes; otherwise it is the payload re-serialized canonically.
+    /// Parses a body plaintext. The payload object is checked (depth included) but not built
+    /// (a capture). It keeps its exact text when the body has the layout `seal` writes, so a
+    /// version reads back equal to the one sealed; otherwise it is parsed and re-serialized
+    /// canonically.
     static func parseBody(_ plaintext: [UInt8], maxDepth: Int) throws(EnvelopeError) -> Body {
         let value: JSONValue
+        let captures: [JSONCapture]
+        let limits = JSONLimits(maxBytes: Envelope.maxBodyBytes, maxDepth: max(0, maxDepth) + 1)
         do {
-            value = try JSONParser.parse(plaintext, limits: JSONLimits(maxBytes: Envelope.maxBodyBytes, maxDepth: max(0, maxDepth) + 1))
+            (value, captures) = try JSONParser.parse(plaintext, limits: limits, capturing: [[.key("p")]])
         } catch {
             throw .invalidBody("not JSON: \(error.description)")
         }
@@ -108,13 +112,21 @@ public struct EnvelopeSealer: Sendable {
         case .null:
             payload = nil
         case .object:
+            guard let i = JSONCapture.index(of: p), i < captures.count else {
+                throw .invalidBody("the payload could not be read")   // every object at "p" is captured
+            }
+            let range = captures[i].range
             let prefix = bodyPrefix(entity: entity, id: id)
             let suffix = bodySuffix(attachments: attachments)
-            if plaintext.count > prefix.count + suffix.count, plaintext.starts(with: prefix),
-               plaintext[(plaintext.count - suffix.count)...].elementsEqual(suffix) {
-                payload = String(decoding: plaintext[prefix.count..<(plaintext.count - suffix.count)], as: UTF8.self)
+            if range.lowerBound == prefix.count, range.upperBound == plaintext.count - suffix.count,
+               plaintext.starts(with: prefix), plaintext[range.upperBound...].elementsEqual(suffix) {
+                payload = String(decoding: plaintext[range], as: UTF8.self)
             } else {
-                payload = JSONWriter.string(p)
+                // Checked within `limits` already, so it parses again.
+                guard let parsed = try? JSONParser.parse(plaintext[range], limits: limits) else {
+                    throw .invalidBody("the payload could not be read")
+                }
+                payload = JSONWriter.string(parsed)
             }
         default:
             throw .invalidBody("the payload must be a JSON object or null, not \(p.typeName)")

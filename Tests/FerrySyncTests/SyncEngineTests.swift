@@ -132,6 +132,38 @@ final class EngineDevice: Sendable {
         #expect(try b.store.missingAttachments().isEmpty)
     }
 
+    /// Bytes that are here but not recorded (a crash between writing the file and recording
+    /// it) are checked and recorded by the next look, without the transport.
+    @Test func anAttachmentFileThatIsHereButNotRecordedIsRecorded() async throws {
+        let log = MemoryLog()
+        log.state.withLock { $0.blobsHidden = true }
+        let a = try EngineDevice(logs: ["shared": log])
+        let b = try EngineDevice(logs: ["shared": log], configure: { options in
+            options.attachmentWait = .milliseconds(300)
+            options.attachmentRetry = .milliseconds(200)
+            options.attachmentRetryMax = .seconds(1)
+        })
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        await a.engine.reconcile()
+        try await b.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
+        try await a.add("m", log: "shared")
+        try await b.add("m", log: "shared")
+        let bytes = Array("bytes written before a crash".utf8)
+        let info = try a.store.putAttachment(bytes)
+        _ = try a.store.put(entity: "doc", id: "d1", payload: "{}", attachments: [info.sha256])
+        #expect(try await eventually { try b.store.get(entity: "doc", id: "d1") != nil })
+        #expect(try b.store.attachment(info.sha256)?.present == false)
+        // The file appears under its name without a record, as after a crash between the two.
+        let source = try #require(a.store.attachmentPath(info.sha256))
+        let target = b.store.configuration.directory + "/attachments/" + info.sha256.prefix(2)
+        try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: source, toPath: target + "/" + info.sha256)
+        #expect(b.store.attachmentPath(info.sha256) != nil)
+        #expect(try await eventually(.seconds(10)) { try b.store.attachment(info.sha256)?.present == true })
+        #expect(try b.store.missingAttachments().isEmpty)
+        #expect(try b.store.readAttachment(info.sha256) == bytes)
+    }
+
     @Test func anotherOwnersEnvelopesAreRefusedNeverApplied() async throws {
         let log = MemoryLog()
         let (a, b) = try await Self.pair(log: log)

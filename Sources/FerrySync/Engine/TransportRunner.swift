@@ -624,8 +624,22 @@ final class TransportRunner: Sendable {
             }
             guard let last = page.last else { return (missing, stored, true) }
             missing += page.count
-            for sha in page where store.attachmentPath(sha) == nil {
+            for sha in page {
                 if Task.isCancelled || isPaused() { return (missing, stored, false) }
+                if let path = store.attachmentPath(sha) {
+                    // The bytes are here but not recorded (a crash between the two): check them
+                    // against their name and record them.
+                    do {
+                        _ = try await local("recording attachment \(sha.prefix(12))") { () throws(FerryError) in
+                            try store.putAttachment(fromFile: path, expectedSHA256: sha)
+                        }
+                        stored += 1
+                        missingSince.withLock { _ = $0.removeValue(forKey: sha) }
+                    } catch {
+                        log(.warning, "\(info.name): attachment \(sha.prefix(12))… is here but cannot be recorded: \(error)", fields)
+                    }
+                    continue
+                }
                 do throws(SyncFailure) {
                     if try await fetchAttachment(sha, of: "space \(space)") == .stored {
                         stored += 1

@@ -79,9 +79,9 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
         case .lostData(let cursor, let why):
             let how = switch why {
             case .ahead(let newest): "after=\(cursor) is beyond the newest cursor this relay ever gave the owner (\(newest))"
-            case .beforeRestore: "after=\(cursor) was handed out before this relay was found restored"
+            case .beforeRestore: "after=\(cursor) was handed out before this relay was found restored or its copy of the owner's data was deleted"
             }
-            return body(409, "lost_data", "\(how): the relay holds less than this device already read (it was restored from an older backup or its data was lost). Start over: pull from the start (no after=) and push every record again")
+            return body(409, "lost_data", "\(how): the relay holds less than this device already read (it was restored from an older backup, its data was lost, or the owner deleted the relay copy). Start over: pull from the start (no after=) and push every record again")
         case .tooLarge(let message):
             return body(413, "too_large", message)
         case .quotaExceeded(let quota, let used, let needed):

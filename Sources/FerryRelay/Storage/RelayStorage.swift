@@ -181,7 +181,7 @@ public enum CursorLoss: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .ahead(let newest): "is beyond the newest cursor \(newest)"
-        case .beforeRestore(let lowest): "was handed out before the relay was found restored (cursors now begin at \(lowest))"
+        case .beforeRestore(let lowest): "was handed out before the relay was found restored or the owner's relay copy was deleted (cursors now begin at \(lowest))"
         }
     }
 }

@@ -175,11 +175,17 @@ final class Arrivals: @unchecked Sendable {
                 let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
                 if n <= 0 { return }
                 let now = Monotonic.nanos()
-                for byte in buffer[0..<n] {
-                    if byte != 0 { partial.append(byte); continue }
-                    if partial.firstRange(of: bulkMarker) != nil {
+                var from = 0
+                while from < n {
+                    guard let nul = buffer[from..<n].firstIndex(of: 0) else {
+                        partial.append(contentsOf: buffer[from..<n])
+                        break
+                    }
+                    partial.append(contentsOf: buffer[from..<nul])
+                    from = nul + 1
+                    if ByteSearch.firstRange(of: bulkMarker, in: partial) != nil {
                         box.owner?.addBulk()
-                    } else if let at = partial.firstRange(of: marker) {
+                    } else if let at = ByteSearch.firstRange(of: marker, in: partial) {
                         var end = at.upperBound
                         while end < partial.count, partial[end] != 34 { end += 1 }
                         box.owner?.arrived(String(decoding: partial[at.upperBound..<end], as: UTF8.self), at: now)

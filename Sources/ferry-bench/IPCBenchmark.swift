@@ -241,7 +241,7 @@ struct IPCBenchmark {
                         if byte != 0 { partial[i].append(byte); continue }
                         let message = partial[i]
                         partial[i].removeAll(keepingCapacity: true)
-                        guard let at = message.firstRange(of: marker) else { ready.increment(); continue }
+                        guard let at = ByteSearch.firstRange(of: marker, in: message) else { ready.increment(); continue }
                         var number = 0
                         var k = at.upperBound
                         while k < message.count, message[k] >= 48, message[k] <= 57 { number = number * 10 + Int(message[k] - 48); k += 1 }

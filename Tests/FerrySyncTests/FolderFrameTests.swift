@@ -132,6 +132,8 @@ import Testing
             #expect(FolderFileName(copy) == .conflictCopy, "\(copy)")
         }
         for ignored in [".tmp-1-seg-\(seq).fseg", ".syncthing.seg-\(seq).fseg.tmp", "seg-\(seq).fseg.part",
+                        "seg-\(seq).fseg.PART", "seg-\(seq).fseg.Partial", "seg-\(seq).fseg.!sync", "seg-\(seq).fseg.crdownload",
+                        "seg-\(seq).fseg.download", "seg-\(seq).fseg.TMP", "seg-\(seq).fseg.~1~", "snap-\(seq).fsnap.~tmp",
                         "seg-00000000000000A5.fseg", "seg-a5.fseg", "notes.txt", "blobs", String(repeating: "s", count: 300)] {
             #expect(FolderFileName(ignored) == .ignored, "\(ignored)")
         }

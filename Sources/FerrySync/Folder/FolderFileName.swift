@@ -20,12 +20,16 @@ public enum FolderFileName: Sendable, Hashable {
 
     /// Suffixes sync tools give files still being downloaded.
     static let partialSuffixes = [".tmp", ".part", ".partial", ".!sync", ".crdownload", ".download"]
+    private static let partialSuffixBytes = partialSuffixes.map { Array($0.utf8) }
 
     public init(_ name: String) {
         let utf8 = Array(name.utf8.prefix(Self.maxNameBytes + 1))
         guard utf8.count <= Self.maxNameBytes, utf8.first != UInt8(ascii: ".") else { self = .ignored; return }
-        let lower = name.lowercased()
-        if Self.partialSuffixes.contains(where: { lower.hasSuffix($0) }) || lower.contains(".~") {
+        // Partial downloads, compared ASCII-case-insensitively, bytewise (a directory listing
+        // is parsed on every pull: no locale-aware string search here).
+        let lower = utf8.map { (65...90).contains($0) ? $0 + 32 : $0 }
+        if Self.partialSuffixBytes.contains(where: { lower.count >= $0.count && lower[(lower.count - $0.count)...].elementsEqual($0) })
+            || zip(lower, lower.dropFirst()).contains(where: { $0 == UInt8(ascii: ".") && $1 == UInt8(ascii: "~") }) {
             self = .ignored
             return
         }

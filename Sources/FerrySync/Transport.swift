@@ -7,8 +7,8 @@ public protocol Transport: AnyObject, Sendable {
     /// The transport's name within its space (`ferryctl transport add NAME ...`).
     var name: String { get }
 
-    /// Stores a batch of envelopes (at most `SyncLimits.maxBatchEnvelopes` of them and
-    /// `SyncLimits.maxBatchBytes` in all). The answer has one outcome per envelope, in order.
+    /// Stores a batch of envelopes (at most `batchLimit.envelopes` of them and
+    /// `batchLimit.bytes` in all). The answer has one outcome per envelope, in order.
     /// Pushing an envelope again (the same owner and event id) answers `.duplicate`. A batch
     /// over the host's size limit throws `.tooLarge`, storing none of it: the engine pushes it
     /// again in smaller batches.
@@ -47,18 +47,32 @@ public protocol Transport: AnyObject, Sendable {
     /// the merge keeps the greatest), such as the relay; 1 keeps pushes strictly one after
     /// another (the folder numbers its segments in order).
     var pushesInFlight: Int { get }
+
+    /// The most envelopes, and bytes of them, in one push, and the most envelopes the engine
+    /// asks for in one pull page (within `SyncLimits.maxBatch`).
+    var batchLimit: SyncLimits.Batch { get }
 }
 
 extension Transport {
     public var pushesInFlight: Int { 1 }
+    public var batchLimit: SyncLimits.Batch { SyncLimits.standardBatch }
 }
 
 /// The engine's batching limits.
 public enum SyncLimits {
-    /// The most envelopes in one push.
-    public static let maxBatchEnvelopes = 400
-    /// The most bytes of envelopes in one push.
-    public static let maxBatchBytes = 2 << 20
+    /// How many envelopes, and bytes of them, go in one push (and envelopes in one pull page).
+    public struct Batch: Sendable, Hashable {
+        public var envelopes: Int
+        public var bytes: Int
+        public init(envelopes: Int, bytes: Int) {
+            self.envelopes = envelopes
+            self.bytes = bytes
+        }
+    }
+    /// The batch of a transport that names none (the relay's pushes take at most 400 events).
+    public static let standardBatch = Batch(envelopes: 400, bytes: 2 << 20)
+    /// The largest batch any transport takes.
+    public static let maxBatch = Batch(envelopes: 2000, bytes: 8 << 20)
 }
 
 /// The address of a sealed attachment blob: a keyed hash of the attachment's SHA-256 under the

@@ -13,10 +13,11 @@ public struct SyncOptions: Sendable {
     /// The longest wait between two looks for missing attachment blobs (also the wait while
     /// none is missing).
     public var attachmentRetryMax: Duration = .seconds(3600)
-    /// The most envelopes in one push and one pull page.
-    public var batchEnvelopes = SyncLimits.maxBatchEnvelopes
-    /// The most envelope bytes in one push.
-    public var batchBytes = SyncLimits.maxBatchBytes
+    /// The most envelopes in one push and one pull page, whatever the transport takes
+    /// (`Transport.batchLimit` decides below it).
+    public var batchEnvelopes = SyncLimits.maxBatch.envelopes
+    /// The most envelope bytes in one push, whatever the transport takes.
+    public var batchBytes = SyncLimits.maxBatch.bytes
     /// How long a loop waits after its `attempt`th failure in a row (1 for the first).
     public var backoff: @Sendable (SyncFailure, Int) -> Duration = { Backoff.delay(after: $0, attempt: $1) }
     /// Where sealed and opened blobs are staged (on the store's file system, so that a finished

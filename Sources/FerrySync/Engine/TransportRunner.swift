@@ -246,7 +246,7 @@ final class TransportRunner: Sendable {
     /// Reads the next batch after `after` in outbox order, seals it and uploads the attachments
     /// it references; nil when nothing is pending (or the engine is paused).
     private func prepareBatch(after: Int64) async throws(SyncFailure) -> PreparedBatch? {
-        let store = self.store, space = self.space, name = info.name, limit = options.batchEnvelopes
+        let store = self.store, space = self.space, name = info.name, limit = batchEnvelopes
         let pending = try await local("reading the outbox") { () throws(FerryError) in
             try store.pending(space: space, transport: name, after: after, limit: limit)
         }
@@ -259,7 +259,7 @@ final class TransportRunner: Sendable {
         for item in pending {
             let envelope = sealer.seal(item.version)
             let size = EnvelopeHeader.encodedSize + 4 + envelope.body.count
-            if !batch.isEmpty, bytes + size > options.batchBytes { break }
+            if !batch.isEmpty, bytes + size > batchBytes { break }
             batch.append(envelope)
             versions.append(item.version)
             bytes += size
@@ -366,7 +366,7 @@ final class TransportRunner: Sendable {
                     page = try await fetch(after: cursor, wait: caughtUp ? options.pollInterval : .zero)
                 }
                 if page.more && !isPaused() {
-                    let transport = self.transport, limit = options.batchEnvelopes, after = page.cursor
+                    let transport = self.transport, limit = batchEnvelopes, after = page.cursor
                     ahead = PageAhead(after: after, task: Task { try await transport.pull(after: after, limit: limit, wait: .zero) })
                 }
                 let next = try await apply(page, after: cursor)
@@ -435,7 +435,7 @@ final class TransportRunner: Sendable {
     /// Asks the transport for the page after `cursor`, waiting up to `wait` for news; a
     /// `nudge` cancels the wait.
     private func fetch(after cursor: String?, wait: Duration) async throws(SyncFailure) -> PullPage {
-        let transport = self.transport, limit = options.batchEnvelopes
+        let transport = self.transport, limit = batchEnvelopes
         let task = Task { () async throws -> PullPage in try await transport.pull(after: cursor, limit: limit, wait: wait) }
         currentPull.withLock { $0 = task }
         defer { currentPull.withLock { $0 = nil } }
@@ -657,6 +657,11 @@ final class TransportRunner: Sendable {
     }
 
     // MARK: Helpers
+
+    /// The most envelopes in one push or pull page: the transport's batch, within the options'.
+    private var batchEnvelopes: Int { max(1, min(options.batchEnvelopes, transport.batchLimit.envelopes)) }
+    /// The most envelope bytes in one push.
+    private var batchBytes: Int { max(1, min(options.batchBytes, transport.batchLimit.bytes)) }
 
     private func local<T: Sendable>(_ what: String, _ body: @escaping @Sendable () throws(FerryError) -> T) async throws(SyncFailure) -> T {
         do { return try await Blocking.run(body) } catch { throw .local("\(what): \(error)") }

@@ -69,7 +69,7 @@ public enum SyncLimits {
             self.bytes = bytes
         }
     }
-    /// The batch of a transport that names none (the relay's pushes take at most 400 events).
+    /// The batch of a transport that names none.
     public static let standardBatch = Batch(envelopes: 400, bytes: 2 << 20)
     /// The largest batch any transport takes.
     public static let maxBatch = Batch(envelopes: 2000, bytes: 8 << 20)

@@ -128,7 +128,7 @@ import Testing
         defer { faults.stop() }
         var total = 0
 
-        // Requests cut mid-body: a batch of 400 envelopes is far larger than 20 KB, so every push
+        // Requests cut mid-body: a batch of 1,200 envelopes is far larger than 20 KB, so every push
         // breaks off inside its body; the relay must store none of a cut batch.
         faults.set(.dropRequest(afterBytes: 20_000))
         try await Self.write(1200, on: a, prefix: "req")
@@ -299,8 +299,9 @@ import Testing
         }
         let capture = try #require(proxy)
         defer { capture.stop() }
-        try await Self.write(500, on: a, prefix: "r")
-        try await Self.expectExactlyOnce(relay, a, b, owner: owner, token: token, expected: 500)
+        // More than one push's worth (a relay push takes 2,000 envelopes).
+        try await Self.write(2500, on: a, prefix: "r")
+        try await Self.expectExactlyOnce(relay, a, b, owner: owner, token: token, expected: 2500)
         let pushes = capture.capturedRequests.flatMap(CapturedRequest.parse)
             .filter { $0.method == "POST" && $0.target.hasSuffix("/events") }
         #expect(pushes.count >= 2, "captured \(pushes.count) pushes")
@@ -318,6 +319,6 @@ import Testing
         }
         // Nothing new anywhere: the relay still holds one event per stream, B applied nothing again.
         try await Task.sleep(for: .seconds(1))
-        try await Self.expectExactlyOnce(relay, a, b, owner: owner, token: token, expected: 500)
+        try await Self.expectExactlyOnce(relay, a, b, owner: owner, token: token, expected: 2500)
     }
 }

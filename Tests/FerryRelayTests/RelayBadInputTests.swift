@@ -81,8 +81,8 @@ import Testing
             let r = try f.relay.call("POST", f.base + "/events", token: f.token, body: body)
             #expect(r.status == 400 && ["bad_json", "bad_request"].contains(r.json["error"] as? String ?? ""), "\(what): \(r.status) \(r.text)")
         }
-        // One event over the batch limit: 413, and none of the 401 is kept.
-        let many = "{\"events\":[" + Array(repeating: "\"\(fresh)\"", count: 401).joined(separator: ",") + "]}"
+        // One event over the batch limit: 413, and none of the 2,001 is kept.
+        let many = "{\"events\":[" + Array(repeating: "\"\(fresh)\"", count: RelayConfiguration.maxEventsPerPush + 1).joined(separator: ",") + "]}"
         try f.expectError("POST", f.base + "/events", token: f.token, body: Array(many.utf8), status: 413, code: "too_large")
         try f.expectIntact("after malformed pushes")
 

@@ -44,7 +44,7 @@ public struct RelayConfiguration: Sendable, Equatable {
     public var tlsKey: String?
 
     /// The limits of the wire API that the configuration does not change.
-    public static let maxEventsPerPush = 400
+    public static let maxEventsPerPush = 2000
     public static let maxPullLimit = 1000
     public static let defaultPullLimit = 400
     /// A pull page stops adding events beyond this many bytes (at least one event is sent).

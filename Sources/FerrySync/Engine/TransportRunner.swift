@@ -6,7 +6,7 @@ import Synchronization
 /// The push loop, the pull loop and the missing-attachments loop of one transport of one space.
 ///
 /// Push: seals what the outbox holds for this transport, uploads the attachments those
-/// versions reference first, pushes batches of at most 400 envelopes or 2 MB (a batch the
+/// versions reference first, pushes batches of at most the transport's `batchLimit` (a batch the
 /// transport refuses as too large goes again in halves), and records each outcome in the
 /// outbox (acknowledged, or refused for good with the reason).
 /// Pull: reads pages after the stored cursor, opens and checks every envelope (another owner,

@@ -41,6 +41,11 @@ public final class RelayTransport: Transport {
     /// that arrive together in one transaction). Its sessions allow 4 connections, so a
     /// waiting pull and blob transfers still have room.
     public var pushesInFlight: Int { 2 }
+    /// The relay takes 2,000 events per push in a body of at most its MaxBodyBytes (8 MiB by
+    /// default); 4 MiB of envelopes are about 5.4 MiB in base64. Per push a relay commits (and
+    /// syncs) once, so larger pushes move records faster. An older relay that takes fewer
+    /// answers 413, and the engine pushes such a batch again in halves.
+    public var batchLimit: SyncLimits.Batch { SyncLimits.Batch(envelopes: 2000, bytes: 4 << 20) }
 
     /// Pushes `batch` in one request. A body over the relay's `MaxBodyBytes` throws `.tooLarge`
     /// (nothing of it is stored), with the advice for a single envelope that does not fit.

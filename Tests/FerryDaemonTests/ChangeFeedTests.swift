@@ -4,17 +4,22 @@ import Testing
 @testable import FerryStore
 
 @Suite struct ChangeFeedTests {
-    /// The shared feed keeps at most `maxBytes` of changes, not only `capacity` of them: 48
-    /// records of 1 MiB are 48 MiB, so the oldest fall out and a watcher that far behind reads
-    /// the store; the newest are still served from the feed.
-    @Test func largeChangesAreKeptUpToTheByteBudget() throws {
+    /// A store in a new directory (the caller removes it), with a feed over it.
+    static func feed() throws -> (dir: String, store: Store, hub: WatchHub, feed: ChangeFeed) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("feed-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: dir) }
         var config = StoreConfiguration(directory: dir)
         config.durability = .normal
         let store = try Store(configuration: config)
         let hub = WatchHub(lastSeq: store.lastSeq)
-        let feed = ChangeFeed(store: store, hub: hub)
+        return (dir, store, hub, ChangeFeed(store: store, hub: hub))
+    }
+
+    /// The shared feed keeps at most `maxBytes` of changes, not only `capacity` of them: 48
+    /// records of 1 MiB are 48 MiB, so the oldest fall out and a watcher that far behind reads
+    /// the store; the newest are still served from the feed.
+    @Test func largeChangesAreKeptUpToTheByteBudget() throws {
+        let (dir, store, hub, feed) = try Self.feed()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
         let big = #"{"text":""# + String(repeating: "z", count: 1 << 20 - 100) + #""}"#
         for i in 0..<48 { _ = try store.put(entity: "doc", id: "d\(i)", payload: big) }
         hub.committed(store.lastSeq)
@@ -31,13 +36,8 @@ import Testing
     /// newest change, from the feed as from the store (docs/api.md, Watch); a record whose
     /// newest change is past the page's end comes on the next page.
     @Test func aRecordChangedSeveralTimesComesOnceAtItsNewestChange() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("feed-\(UUID().uuidString)").path
+        let (dir, store, hub, feed) = try Self.feed()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        var config = StoreConfiguration(directory: dir)
-        config.durability = .normal
-        let store = try Store(configuration: config)
-        let hub = WatchHub(lastSeq: store.lastSeq)
-        let feed = ChangeFeed(store: store, hub: hub)
         let start = store.lastSeq
         _ = try #require(try feed.page(after: start, limit: 500, spaces: nil, entities: nil))
         for v in 1...3 {

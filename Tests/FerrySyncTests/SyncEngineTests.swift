@@ -103,7 +103,10 @@ final class EngineDevice: Sendable {
     /// A record whose attachment's blob had not arrived within the wait is applied without it;
     /// the blob that arrives later is fetched then (looked for again with backoff), and the
     /// attachment is readable.
-    @Test func anAttachmentThatArrivesAfterTheWaitIsFetchedLater() async throws {
+    /// Two devices of one owner on a log that hides blobs, b waiting 300 ms for attachments and
+    /// looking again every 200 ms to 1 s; a puts record doc/d1 with an attachment of `bytes`,
+    /// which b applies without it.
+    static func recordWithoutItsBlob(_ bytes: [UInt8]) async throws -> (a: EngineDevice, b: EngineDevice, log: MemoryLog, sha256: String) {
         let log = MemoryLog()
         log.state.withLock { $0.blobsHidden = true }
         let a = try EngineDevice(logs: ["shared": log])
@@ -112,56 +115,46 @@ final class EngineDevice: Sendable {
             options.attachmentRetry = .milliseconds(200)
             options.attachmentRetryMax = .seconds(1)
         })
-        defer { Task { await a.engine.stop(); await b.engine.stop() } }
         await a.engine.reconcile()
         try await b.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
         try await a.add("m", log: "shared")
         try await b.add("m", log: "shared")
-        let bytes = Array("late attachment bytes".utf8)
         let info = try a.store.putAttachment(bytes)
         _ = try a.store.put(entity: "doc", id: "d1", payload: "{}", attachments: [info.sha256])
         #expect(try await eventually { try b.store.get(entity: "doc", id: "d1") != nil })
         #expect(try b.store.attachment(info.sha256)?.present == false)
-        #expect(throws: FerryError.attachmentMissing(sha256: info.sha256)) { try b.store.readAttachment(info.sha256) }
+        return (a, b, log, info.sha256)
+    }
+
+    @Test func anAttachmentThatArrivesAfterTheWaitIsFetchedLater() async throws {
+        let bytes = Array("late attachment bytes".utf8)
+        let (a, b, log, sha) = try await Self.recordWithoutItsBlob(bytes)
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        #expect(throws: FerryError.attachmentMissing(sha256: sha)) { try b.store.readAttachment(sha) }
         // Several looks find nothing (their wait grows), then the blob shows up.
         try await Task.sleep(for: .milliseconds(800))
-        #expect(try b.store.missingAttachments() == [info.sha256])
+        #expect(try b.store.missingAttachments() == [sha])
         log.state.withLock { $0.blobsHidden = false }
-        #expect(try await eventually(.seconds(10)) { try b.store.attachment(info.sha256)?.present == true })
-        #expect(try b.store.readAttachment(info.sha256) == bytes)
+        #expect(try await eventually(.seconds(10)) { try b.store.attachment(sha)?.present == true })
+        #expect(try b.store.readAttachment(sha) == bytes)
         #expect(try b.store.missingAttachments().isEmpty)
     }
 
     /// Bytes that are here but not recorded (a crash between writing the file and recording
     /// it) are checked and recorded by the next look, without the transport.
     @Test func anAttachmentFileThatIsHereButNotRecordedIsRecorded() async throws {
-        let log = MemoryLog()
-        log.state.withLock { $0.blobsHidden = true }
-        let a = try EngineDevice(logs: ["shared": log])
-        let b = try EngineDevice(logs: ["shared": log], configure: { options in
-            options.attachmentWait = .milliseconds(300)
-            options.attachmentRetry = .milliseconds(200)
-            options.attachmentRetryMax = .seconds(1)
-        })
-        defer { Task { await a.engine.stop(); await b.engine.stop() } }
-        await a.engine.reconcile()
-        try await b.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
-        try await a.add("m", log: "shared")
-        try await b.add("m", log: "shared")
         let bytes = Array("bytes written before a crash".utf8)
-        let info = try a.store.putAttachment(bytes)
-        _ = try a.store.put(entity: "doc", id: "d1", payload: "{}", attachments: [info.sha256])
-        #expect(try await eventually { try b.store.get(entity: "doc", id: "d1") != nil })
-        #expect(try b.store.attachment(info.sha256)?.present == false)
+        let (a, b, _, sha) = try await Self.recordWithoutItsBlob(bytes)
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
         // The file appears under its name without a record, as after a crash between the two.
-        let source = try #require(a.store.attachmentPath(info.sha256))
-        let target = b.store.configuration.directory + "/attachments/" + info.sha256.prefix(2)
+        let source = try #require(a.store.attachmentPath(sha))
+        let target = b.store.configuration.directory + "/attachments/" + sha.prefix(2)
         try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: source, toPath: target + "/" + info.sha256)
-        #expect(b.store.attachmentPath(info.sha256) != nil)
-        #expect(try await eventually(.seconds(10)) { try b.store.attachment(info.sha256)?.present == true })
+        try FileManager.default.copyItem(atPath: source, toPath: target + "/" + sha)
+        #expect(b.store.attachmentPath(sha) != nil)
+        #expect(try await eventually(.seconds(10)) { try b.store.attachment(sha)?.present == true })
         #expect(try b.store.missingAttachments().isEmpty)
-        #expect(try b.store.readAttachment(info.sha256) == bytes)
+        #expect(try b.store.readAttachment(sha) == bytes)
     }
 
     @Test func anotherOwnersEnvelopesAreRefusedNeverApplied() async throws {

@@ -29,8 +29,8 @@ struct StoreAPI: Sendable {
             // Writes are batched: every write that arrives in one turn of the server's event
             // loop, across all connections, commits in one transaction (group commit), on the
             // loop thread, with no hand-off to another thread.
-            // Payloads are taken as the client sent them (checked, not built): text already in
-            // canonical form is stored as it is, other text is parsed and written canonically.
+            // Payloads are taken as the client sent them: checked by the parser, not built, and
+            // stored byte for byte (docs/protocol.md section 3.2).
             "Put": .batched(capturing: [[.key("payload")]]) { calls in write(calls.map(putOperation)) },
             "PutMany": .batched(capturing: [[.key("records"), .anyElement, .key("payload")]]) { calls in write(calls.map(putManyOperation)) },
             "Delete": .batched { calls in write(calls.map(deleteOperation)) },
@@ -56,23 +56,17 @@ struct StoreAPI: Sendable {
         var refusal: VarlinkError? = nil
     }
 
-    /// A put of `payload`, in canonical form: the text the client sent when it is canonical
-    /// already (`JSONCanonical`), else the parsed object written canonically. Well formed by
-    /// construction when within the store's depth limit (the store then checks only its size).
+    /// A put of `payload` as the client sent it, byte for byte (docs/protocol.md section 3.2:
+    /// whitespace, key order and number spelling are kept). The message parser checked the text
+    /// as the store would, so it is well formed when within the store's depth limit (the store
+    /// then checks only its size). A payload that did not come as text (a call made in-process)
+    /// is written compactly.
     func request(entity: String, id: String?, payload: JSONValue?, attachments: [String], call: VarlinkCall) -> PutRequest {
-        var value = payload ?? .object([:])
-        if let captured = call.captured, let text = captured.text(of: payload) {
-            let (canonical, depth) = JSONCanonical.check(text)
-            if canonical {
-                return PutRequest(entity: entity, id: id, payload: String(decoding: text, as: UTF8.self), attachments: attachments,
-                                  payloadIsWellFormed: depth <= maxPayloadDepth)
-            }
-            guard let parsed = try? captured.value(of: text) else {
-                // Cannot happen (see `value(of:)`); if it did, the store refuses the empty text.
-                return PutRequest(entity: entity, id: id, payload: "", attachments: attachments)
-            }
-            value = parsed
+        if let text = call.captured?.text(of: payload) {
+            return PutRequest(entity: entity, id: id, payload: String(decoding: text, as: UTF8.self), attachments: attachments,
+                              payloadIsWellFormed: JSONCapture.depth(of: text) <= maxPayloadDepth)
         }
+        let value = payload ?? .object([:])
         return PutRequest(entity: entity, id: id, payload: JSONWriter.string(value), attachments: attachments,
                           payloadIsWellFormed: Self.depth(of: value, limit: maxPayloadDepth) <= maxPayloadDepth)
     }

@@ -34,6 +34,29 @@ public struct JSONCapture: Sendable, Hashable {
         return Int(i)
     }
 
+    /// The nesting depth of JSON text a parser accepted, such as a capture's: the deepest
+    /// nesting of objects and arrays (a scalar is 0, `{}` is 1, `{"a":[]}` is 2). One pass over
+    /// the bytes, brackets inside strings skipped.
+    public static func depth(of text: ArraySlice<UInt8>) -> Int {
+        var depth = 0, deepest = 0
+        var inString = false, escaped = false
+        for byte in text {
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                depth += 1
+                deepest = max(deepest, depth)
+            case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
+            default: break
+            }
+        }
+        return deepest
+    }
+
     /// `value` with every placeholder replaced by the object it stands for, parsed from
     /// `bytes` (the buffer the captures were made from).
     public static func materialize(_ value: JSONValue, captures: [JSONCapture], bytes: [UInt8],

@@ -81,30 +81,31 @@ import FerryVarlink
         daemon.stop()
     }
 
-    /// Payloads are stored in canonical form whatever form they were sent in: text already
-    /// canonical as it is, any other text (spaces, key order, escapes, number forms) written
-    /// again, also one that looks like the daemon's own placeholder for captured text.
-    @Test func payloadsAreStoredInCanonicalForm() async throws {
-        let daemon = try DaemonHarness(name: "canonical")
+    /// Payloads are stored and returned byte for byte as sent (docs/protocol.md section 3.2):
+    /// whitespace, key order, escapes and number spelling kept, large integers included; also
+    /// one that looks like the daemon's own placeholder for captured text.
+    @Test func payloadsAreStoredAsSent() async throws {
+        let daemon = try DaemonHarness(name: "as-sent")
         try daemon.start()
-        let cases: [(sent: String, stored: String)] = [
-            (#"{"a":1,"b":[true,null,{"c":"d"}]}"#, #"{"a":1,"b":[true,null,{"c":"d"}]}"#),
-            (#"{ "b" : 1, "a" : "\u0041\/" , "c": 1.50, "d": -0, "e": 1E2 }"#, #"{"a":"A/","b":1,"c":1.5,"d":0,"e":100.0}"#),
-            (#"{"\u0000capture":0}"#, #"{"\u0000capture":0}"#),
-            (#"{"z":{"y":1,"x":2},"a":[{"q":1,"p":2}]}"#, #"{"a":[{"p":2,"q":1}],"z":{"x":2,"y":1}}"#),
+        let payloads = [
+            #"{"a":1,"b":[true,null,{"c":"d"}]}"#,
+            #"{ "b" : 1, "a" : "\u0041\/" , "c": 1.50, "d": -0, "e": 1E2 }"#,
+            #"{"big":18446744073709551615,"bigger":123456789012345678901234567890,"e":100000000000000000000}"#,
+            #"{"\u0000capture":0}"#,
+            #"{"z":{"y":1,"x":2},"a":[{"q":1,"p":2}]}"#,
         ]
         let socket = try RawSocket(path: daemon.socketPath)
-        for (i, c) in cases.enumerated() {
-            #expect(socket.send(Self.call("io.ferry.Store.Put", #"{"entity":"n","id":"p\#(i)","payload":\#(c.sent)}"#)))
+        for (i, sent) in payloads.enumerated() {
+            #expect(socket.send(Self.call("io.ferry.Store.Put", #"{"entity":"n","id":"p\#(i)","payload":\#(sent)}"#)))
             let put = socket.receive() ?? ""
-            #expect(put.contains(#""payload":\#(c.stored)"#), "Put of \(c.sent): \(put)")
-            #expect(socket.send(Self.call("io.ferry.Store.PutMany", #"{"records":[{"id":"m\#(i)","payload":\#(c.sent),"entity":"n"}]}"#)))
+            #expect(put.contains(#""payload":\#(sent)"#), "Put of \(sent): \(put)")
+            #expect(socket.send(Self.call("io.ferry.Store.PutMany", #"{"records":[{"id":"m\#(i)","payload":\#(sent),"entity":"n"}]}"#)))
             let many = socket.receive() ?? ""
-            #expect(many.contains(#""records":["#), "PutMany of \(c.sent): \(many)")
+            #expect(many.contains(#""records":["#), "PutMany of \(sent): \(many)")
             for id in ["p\(i)", "m\(i)"] {
                 #expect(socket.send(Self.call("io.ferry.Store.Get", #"{"entity":"n","id":"\#(id)"}"#)))
                 let got = socket.receive() ?? ""
-                #expect(got.contains(#""payload":\#(c.stored)"#), "Get \(id) of \(c.sent): \(got)")
+                #expect(got.contains(#""payload":\#(sent)"#), "Get \(id) of \(sent): \(got)")
             }
         }
         daemon.stop()

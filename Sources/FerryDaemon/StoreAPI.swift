@@ -29,8 +29,9 @@ struct StoreAPI: Sendable {
             // Writes are batched: every write that arrives in one turn of the server's event
             // loop, across all connections, commits in one transaction (group commit), on the
             // loop thread, with no hand-off to another thread.
-            // Payloads are taken as the client sent them: checked by the parser, not built, and
-            // stored byte for byte (docs/protocol.md section 3.2).
+            // Payloads are taken as the client sent them, not built, and stored byte for byte
+            // (docs/protocol.md section 3.2); the store checks them, so a bad one is refused
+            // with InvalidPayload and its reason.
             "Put": .batched(capturing: [[.key("payload")]]) { calls in write(calls.map(putOperation)) },
             "PutMany": .batched(capturing: [[.key("records"), .anyElement, .key("payload")]]) { calls in write(calls.map(putManyOperation)) },
             "Delete": .batched { calls in write(calls.map(deleteOperation)) },
@@ -57,14 +58,12 @@ struct StoreAPI: Sendable {
     }
 
     /// A put of `payload` as the client sent it, byte for byte (docs/protocol.md section 3.2:
-    /// whitespace, key order and number spelling are kept). The message parser checked the text
-    /// as the store would, so it is well formed when within the store's depth limit (the store
-    /// then checks only its size). A payload that did not come as text (a call made in-process)
-    /// is written compactly.
+    /// whitespace, key order and number spelling are kept). The store checks the text (the
+    /// message parser left duplicate keys and number ranges to it). A payload that did not come
+    /// as text (a call made in-process) is written compactly.
     func request(entity: String, id: String?, payload: JSONValue?, attachments: [String], call: VarlinkCall) -> PutRequest {
         if let text = call.captured?.text(of: payload) {
-            return PutRequest(entity: entity, id: id, payload: String(decoding: text, as: UTF8.self), attachments: attachments,
-                              payloadIsWellFormed: JSONCapture.depth(of: text) <= maxPayloadDepth)
+            return PutRequest(entity: entity, id: id, payload: String(decoding: text, as: UTF8.self), attachments: attachments)
         }
         let value = payload ?? .object([:])
         return PutRequest(entity: entity, id: id, payload: JSONWriter.string(value), attachments: attachments,

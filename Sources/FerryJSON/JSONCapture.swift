@@ -34,42 +34,30 @@ public struct JSONCapture: Sendable, Hashable {
         return Int(i)
     }
 
-    /// The nesting depth of JSON text a parser accepted, such as a capture's: the deepest
-    /// nesting of objects and arrays (a scalar is 0, `{}` is 1, `{"a":[]}` is 2). One pass over
-    /// the bytes, brackets inside strings skipped.
-    public static func depth(of text: ArraySlice<UInt8>) -> Int {
-        var depth = 0, deepest = 0
-        var inString = false, escaped = false
-        for byte in text {
-            if inString {
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
-                continue
-            }
-            switch byte {
-            case UInt8(ascii: "\""): inString = true
-            case UInt8(ascii: "{"), UInt8(ascii: "["):
-                depth += 1
-                deepest = max(deepest, depth)
-            case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1
-            default: break
-            }
-        }
-        return deepest
-    }
-
     /// `value` with every placeholder replaced by the object it stands for, parsed from
     /// `bytes` (the buffer the captures were made from).
+    /// - Throws: what parsing a captured object throws (a duplicate key, a number out of range:
+    ///   the checks a capture leaves to its reader), with offsets into `bytes`.
     public static func materialize(_ value: JSONValue, captures: [JSONCapture], bytes: [UInt8],
-                                   limits: JSONLimits = .default) -> JSONValue {
-        if let i = index(of: value), i < captures.count,
-           let parsed = try? JSONParser.parse(bytes[captures[i].range], limits: limits) {
-            return parsed
+                                   limits: JSONLimits = .default) throws(JSONError) -> JSONValue {
+        if let i = index(of: value), i < captures.count {
+            let range = captures[i].range
+            do {
+                return try JSONParser.parse(bytes[range], limits: limits)
+            } catch {
+                throw JSONError(kind: error.kind, offset: error.offset + range.lowerBound, byte: error.byte)
+            }
         }
         switch value {
         case .array(let items):
-            return .array(items.map { materialize($0, captures: captures, bytes: bytes, limits: limits) })
+            var out: [JSONValue] = []
+            out.reserveCapacity(items.count)
+            for item in items { out.append(try materialize(item, captures: captures, bytes: bytes, limits: limits)) }
+            return .array(out)
         case .object(let members):
-            return .object(members.mapValues { materialize($0, captures: captures, bytes: bytes, limits: limits) })
+            var out = [String: JSONValue](minimumCapacity: members.count)
+            for (key, member) in members { out[key] = try materialize(member, captures: captures, bytes: bytes, limits: limits) }
+            return .object(out)
         default:
             return value
         }

@@ -42,10 +42,13 @@ public enum JSONParser {
     }
 
     /// Parses exactly one JSON value from `bytes`, leaving every object found at one of `paths`
-    /// (followed from the top-level value's members; at most 64 paths) as text: it is checked
-    /// exactly as `parse` checks it (same errors), but not built, and stands as a placeholder
-    /// (`JSONCapture`) in the value returned.
-    /// - Throws: `JSONError`, equal to the one `parse` would throw.
+    /// (followed from the top-level value's members; at most 64 paths) as text: it stands as a
+    /// placeholder (`JSONCapture`) in the value returned. A captured object's grammar, UTF-8 and
+    /// depth are checked as `parse` checks them; its keys' uniqueness and its numbers' range are
+    /// not, so that its reader can refuse it with an error of its own: check the text with
+    /// `validate` (or `parse`) before trusting it.
+    /// - Throws: `JSONError`, equal to the one `parse` would throw, except that a duplicate key
+    ///   or a number out of range inside a captured object throws nothing.
     public static func parse(_ bytes: [UInt8], limits: JSONLimits = .default,
                              capturing paths: [[JSONPathComponent]]) throws(JSONError) -> (value: JSONValue, captures: [JSONCapture]) {
         try bytes.withUnsafeBufferPointer { buffer throws(JSONError) in
@@ -71,6 +74,14 @@ public enum JSONParser {
     /// - Returns: the kind of the top-level value.
     /// - Throws: `JSONError`, equal to the one `parse` would throw.
     public static func validate(_ bytes: [UInt8], limits: JSONLimits = .default) throws(JSONError) -> JSONTopLevel {
+        try bytes.withUnsafeBufferPointer { buffer throws(JSONError) in
+            try validateBuffer(buffer, limits: limits)
+        }
+    }
+
+    /// Checks that `bytes` hold exactly one well-formed JSON value; see `validate(_:limits:)`.
+    /// Error offsets count from the slice's first byte.
+    public static func validate(_ bytes: ArraySlice<UInt8>, limits: JSONLimits = .default) throws(JSONError) -> JSONTopLevel {
         try bytes.withUnsafeBufferPointer { buffer throws(JSONError) in
             try validateBuffer(buffer, limits: limits)
         }

@@ -69,7 +69,7 @@ struct JSONScanner {
                 let token = try scanNumber()
                 if Sink.buildsValues && sink.building {
                     sink.value(try numberValue(token), in: parent)
-                } else {
+                } else if sink.strict {
                     try checkNumber(token)
                 }
             case UInt8(ascii: "t"):

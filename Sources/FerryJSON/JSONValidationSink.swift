@@ -3,6 +3,7 @@
 struct JSONValidationSink: JSONSink {
     static let buildsValues = false
     var building: Bool { false }
+    var strict: Bool { true }
 
     private var keys = JSONKeyTracker()
 

@@ -4,9 +4,10 @@
 /// built in one step when it closes, with its exact size, so building does
 /// not regrow arrays or rehash dictionaries.
 ///
-/// With capture paths, an object found at one of them is not built: the scanner checks it as
-/// `validate` does (duplicate keys included), and it becomes a placeholder (see `JSONCapture`)
-/// and a byte range, for callers that want such objects as text.
+/// With capture paths, an object found at one of them is not built: the scanner checks its
+/// grammar, UTF-8 and depth, and it becomes a placeholder (see `JSONCapture`) and a byte range,
+/// for callers that want such objects as text and check the rest themselves (duplicate keys,
+/// numbers out of range: `JSONParser.validate`).
 struct JSONValueBuilder: JSONSink {
     static let buildsValues = true
 
@@ -35,6 +36,7 @@ struct JSONValueBuilder: JSONSink {
     }
 
     var building: Bool { captureLevel == 0 }
+    var strict: Bool { captureLevel == 0 }
 
     /// The paths a container beginning inside `parent` is on, or the one whose end it is.
     private func pathsOfChild(in parent: JSONParent) -> (onPaths: UInt64, target: Int?) {
@@ -73,10 +75,11 @@ struct JSONValueBuilder: JSONSink {
             }
         }
         starts.append(pending.count)
-        keys.open()
+        if captureLevel == 0 { keys.open() }
     }
 
     mutating func key(_ key: String, offset: Int) throws(JSONError) {
+        guard captureLevel == 0 else { return }   // the capture's reader checks its keys
         try keys.add(key, offset: offset)
     }
 
@@ -102,7 +105,6 @@ struct JSONValueBuilder: JSONSink {
         if captureLevel != 0 {
             let level = starts.count
             starts.removeLast()
-            keys.close()
             if level == captureLevel {
                 captureLevel = 0
                 captures.append(JSONCapture(path: capturePath, range: captureStart..<end))

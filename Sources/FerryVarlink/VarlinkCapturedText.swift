@@ -2,7 +2,8 @@ import FerryJSON
 
 /// The objects a call holds at its method's capture paths, as the client sent them: in the
 /// call's parameters each stands as a placeholder (see `JSONCapture`), and `text(of:)` gives
-/// its bytes, which `JSONParser` accepted (duplicate keys included) but did not build.
+/// its bytes. Their grammar, UTF-8 and depth were checked; duplicate keys and numbers out of
+/// range were not: the handler checks them (`value(of:)` does) and answers with its own error.
 public struct VarlinkCapturedText: Sendable {
     /// The message the captures were made from (without its NUL).
     let frame: [UInt8]
@@ -17,8 +18,8 @@ public struct VarlinkCapturedText: Sendable {
         return frame[captures[i].range]
     }
 
-    /// `text` (from `text(of:)`) parsed; it parses, because it was checked within the
-    /// message's limits, which apply again.
+    /// `text` (from `text(of:)`) parsed within the message's limits.
+    /// - Throws: a duplicate key or a number out of range, the checks a capture leaves.
     public func value(of text: ArraySlice<UInt8>) throws(JSONError) -> JSONValue {
         try JSONParser.parse(text, limits: limits)
     }

@@ -47,7 +47,12 @@ extension VarlinkService {
         case let .failure(error):
             return (.done(.finished(finalReply: message.oneway ? nil : VarlinkReplyMessage(error).encoded())), message.oneway)
         case let .handler(method, resolved):
-            let call = attach(captures, frame: frame, limits: limits, to: resolved)
+            let call: VarlinkCall
+            do {
+                call = try attach(captures, frame: frame, limits: limits, to: resolved)
+            } catch {
+                return (.done(.protocolViolation(VarlinkMessageError.invalidJSON(error).description)), false)
+            }
             switch method.kind {
             case .task(let handler):
                 return (.task(handler, call), call.oneway)

@@ -90,7 +90,9 @@ public struct VarlinkService: Sendable {
     /// `call` with the text of the objects captured at its method's own capture paths; objects
     /// captured at other methods' paths are built into its parameters after all, so a
     /// handler only ever sees placeholders where it asked for them.
-    func attach(_ captures: [JSONCapture], frame: [UInt8], limits: JSONLimits, to call: VarlinkCall) -> VarlinkCall {
+    /// - Throws: what building such an object finds that capturing does not check (a duplicate
+    ///   key, a number out of range): the message is not JSON `parse` accepts.
+    func attach(_ captures: [JSONCapture], frame: [UInt8], limits: JSONLimits, to call: VarlinkCall) throws(JSONError) -> VarlinkCall {
         guard !captures.isEmpty else { return call }
         let own = methodCapturePaths[call.qualifiedMethod] ?? []
         if captures.allSatisfy({ own.contains($0.path) }) {
@@ -98,7 +100,8 @@ public struct VarlinkService: Sendable {
             call.captured = VarlinkCapturedText(frame: frame, captures: captures, limits: limits)
             return call
         }
-        guard case .object(let parameters) = JSONCapture.materialize(.object(call.parameters), captures: captures, bytes: frame, limits: limits) else {
+        guard case .object(let parameters) = try JSONCapture.materialize(.object(call.parameters), captures: captures,
+                                                                          bytes: frame, limits: limits) else {
             return call
         }
         return VarlinkCall(interface: call.interface, method: call.method, parameters: parameters,

@@ -111,6 +111,28 @@ import FerryVarlink
         daemon.stop()
     }
 
+    /// A payload the store refuses (a duplicate key, also one only Unicode-equivalent; a number
+    /// beyond a double) gets InvalidPayload with the reason, through Put and PutMany alike, the
+    /// connection stays usable, and nothing is written.
+    @Test func badPayloadsGetInvalidPayload() async throws {
+        let daemon = try DaemonHarness(name: "bad-payload")
+        try daemon.start()
+        let socket = try RawSocket(path: daemon.socketPath)
+        for (i, payload) in [#"{"a":1,"a":2}"#, #"{"a":{"b":[1e400]}}"#, #"{"é":1,"é":2}"#].enumerated() {
+            #expect(socket.send(Self.call("io.ferry.Store.Put", #"{"entity":"n","id":"b\#(i)","payload":\#(payload)}"#)))
+            let put = socket.receive() ?? "closed"
+            #expect(put.contains(#""error":"io.ferry.Store.InvalidPayload""#), "Put of \(payload): \(put)")
+            #expect(socket.send(Self.call("io.ferry.Store.PutMany",
+                                          #"{"records":[{"entity":"n","id":"ok\#(i)","payload":{}},{"entity":"n","id":"c\#(i)","payload":\#(payload)}]}"#)))
+            let many = socket.receive() ?? "closed"
+            #expect(many.contains(#""error":"io.ferry.Store.InvalidPayload""#), "PutMany of \(payload): \(many)")
+        }
+        #expect(socket.send(Self.call("io.ferry.Store.List", #"{"entity":"n"}"#)))
+        let list = socket.receive() ?? "closed"
+        #expect(list.contains(#""records":[]"#), "nothing was written: \(list)")
+        daemon.stop()
+    }
+
     @Test func oversizeMessageClosesTheConnection() async throws {
         let daemon = try DaemonHarness(name: "oversize")
         try daemon.start()

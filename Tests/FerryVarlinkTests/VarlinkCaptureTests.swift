@@ -65,7 +65,8 @@ import Testing
             "Other": .batched { calls in calls.map { _ in .success(.values([:])) } },
         ])
         let inputs = [
-            #"{"method":"org.ferry.capture.Take","parameters":{"doc":{"a":1,"a":2},"items":[]}}"#,
+            #"{"method":"org.ferry.capture.Other","parameters":{"doc":{"a":1,"a":2}}}"#,
+            #"{"method":"org.ferry.capture.Other","parameters":{"doc":{"a":1e400}}}"#,
             #"{"method":"org.ferry.capture.Take","parameters":{"doc":{"a":[1,}},"items":[]}}"#,
             #"{"method":"org.ferry.capture.Take","parameters":{"doc":[1],"items":[]}}"#,
             #"{"method":"org.ferry.capture.Take","parameters":{"doc":{},"items":[{"name":"n","body":"text"}]}}"#,
@@ -77,6 +78,19 @@ import Testing
             let (a, _) = capturing.prepare(Array(text.utf8), peer: nil, isOutputClosed: false, limits: .default)
             let (b, _) = plain.prepare(Array(text.utf8), peer: nil, isOutputClosed: false, limits: .default)
             #expect(Self.summary(a) == Self.summary(b), "\(text)")
+        }
+    }
+
+    /// What a capture leaves to its reader (duplicate keys, numbers out of range) reaches the
+    /// handler that asked for the text, which finds it when it reads the text; the message is
+    /// not refused for it, so the handler can answer with an error of its own.
+    @Test func theHandlerChecksWhatACaptureLeaves() throws {
+        let service = try Self.service()
+        for doc in [#"{"a":1,"a":2}"#, #"{"a":[1e400]}"#, #"{"é":1,"é":2}"#] {
+            let call = try #require(Self.prepared(service, #"{"method":"org.ferry.capture.Take","parameters":{"doc":\#(doc),"items":[]}}"#))
+            let text = try #require(call.captured?.text(of: call.parameters["doc"]))
+            #expect(String(decoding: text, as: UTF8.self) == doc)
+            #expect(throws: JSONError.self, "\(doc)") { try call.captured!.value(of: text) }
         }
     }
 

@@ -259,7 +259,8 @@ struct EngineAPI: Sendable {
                 switch error {
                 case .unauthorized:
                     throw .init(parameter: "token", message: "the relay refused the token for owner \(keys.owner) of space \(space): "
-                        + "\(error.message)")
+                        + "\(error.message). Use the token 'ferry-relay admin create-owner' printed for this owner, or pair with "
+                        + "--code CODE from 'ferryctl relay pair' on a device already syncing through the relay")
                 case .rejected:
                     throw .init(parameter: "location", message: error.message)
                 default:

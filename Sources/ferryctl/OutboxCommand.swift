@@ -34,6 +34,22 @@ enum OutboxCommand: Command {
             table.add(entry.space, entry.entity, entry.id, entry.hlc, Format.time(entry.queuedAt), deliveries(entry))
         }
         Output.out(table.render())
+        // The table cuts long texts; each distinct one is given whole once, with what to do.
+        let whole = problems(entries)
+        if !whole.isEmpty { Output.out("\n" + whole.joined(separator: "\n")) }
+    }
+
+    /// Each distinct rejection or hold, whole: `relay: rejected: too large for relay: …`.
+    static func problems(_ entries: [OutboxEntry]) -> [String] {
+        var seen = Set<String>()
+        var out: [String] = []
+        for entry in entries {
+            for d in entry.deliveries {
+                let line = d.error.map { "\(d.transport): rejected: \($0)" } ?? d.held.map { "\(d.transport): held: \($0)" }
+                if let line, seen.insert(line).inserted { out.append(line) }
+            }
+        }
+        return out
     }
 
     /// Each transport's state in a few words: `relay: sent, folder: rejected (disk full)`.

@@ -20,8 +20,11 @@ enum StatusCommand: Command {
         summary.add("socket", context.socketPath)
         summary.add("started", Format.time(status.startedAt))
         summary.add("records", "\(status.records) live, \(status.tombstones) deleted")
-        summary.add("outbox", "\(status.outbox) pending, \(status.outboxErrors) rejected"
-            + (status.outboxErrors > 0 ? " (see 'ferryctl outbox --errors')" : ""))
+        // Transports whose pushes fail as a whole hold everything they still need.
+        let holding = status.transports.filter { ($0.problem ?? "").contains("push: ") && $0.pending > 0 }.map(\.name)
+        let held = holding.isEmpty ? "" : ", held by \(holding.joined(separator: ", "))"
+        summary.add("outbox", "\(status.outbox) pending, \(status.outboxErrors) rejected\(held)"
+            + (status.outboxErrors > 0 || !holding.isEmpty ? " (see 'ferryctl outbox --errors')" : ""))
         summary.add("change log", "cursor \(status.lastSeq)")
         summary.add("attachments", "\(status.attachments) (\(Format.bytes(status.attachmentBytes)))")
         summary.add("last sync", status.lastSuccessAt.map { Format.time($0) } ?? "never")

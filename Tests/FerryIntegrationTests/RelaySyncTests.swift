@@ -133,6 +133,12 @@ import Testing
         let held = try await a.client().outbox(errorsOnly: true)
         #expect(held.count == 200, "\(held.count) held entries")
         #expect(held.allSatisfy { $0.deliveries.contains { $0.transport == "relay" && ($0.held ?? "").contains("quota") } })
+        // ferryctl's table cuts the text; below it the whole text says what to do, once.
+        let ctlHeld = try CtlRunner(socket: a.harness.socketPath).run(["outbox", "--errors"])
+        #expect(ctlHeld.status == 0 && ctlHeld.stdout.components(separatedBy: "relay: held: ").count == 2
+                && ctlHeld.stdout.contains("ferry-relay admin set-quota"), "\(ctlHeld)")
+        let summary = try CtlRunner(socket: a.harness.socketPath).run(["status"])
+        #expect(summary.stdout.contains("200 pending, 0 rejected, held by relay"), "\(summary)")
         // The user removes the relay's copy; the next round (SyncNow ends the backoff) fits.
         let ctl = try CtlRunner(socket: a.harness.socketPath)
         let refused = try ctl.run(["relay", "delete-copy"])

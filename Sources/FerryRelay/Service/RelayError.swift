@@ -87,7 +87,7 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
         case .quotaExceeded(let quota, let used, let needed):
             return .json(413, [
                 "error": "quota_exceeded",
-                "message": .string("the owner's quota of \(quota) bytes would be exceeded (\(used) used, \(needed) more needed); nothing was stored. Free space (DELETE the relay copy) or raise the quota (ferry-relay admin set-quota)"),
+                "message": .string("the owner's quota of \(quota) bytes would be exceeded (\(used) used, \(needed) more needed); nothing was stored. The relay's operator can raise it (ferry-relay admin set-quota OWNER BYTES)"),
                 "quotaBytes": .int(quota), "usedBytes": .int(used),
             ])
         case .uriTooLong(let n):

@@ -50,7 +50,8 @@ public enum RelayAccount {
         let session = RelayHTTP.makeSession()
         defer { session.finishTasksAndInvalidate() }
         let http = RelayHTTP(base: url, token: token, session: session)
-        let reply = try await http.send(http.request("GET", "v1/owners/\(owner)/events", query: [("limit", "1")]), what: "checking the token")
+        let reply = try await http.send(http.request("GET", "v1/owners/\(owner)/events", query: [("limit", "1")]), what: "checking the token",
+                                        advice: false)
         // A relay answers 404 only for a path it does not serve: not a Ferry relay at this URL.
         if reply.status == 404 { throw .rejected("checking the token: \(url.absoluteString) answered 404; is it the URL of a Ferry relay?") }
     }

@@ -64,8 +64,8 @@ struct RelayHTTP: Sendable {
     }
 
     /// Sends `request`; returns the reply of a 2xx or 404 status, throws the mapped failure
-    /// for anything else.
-    func send(_ request: URLRequest, what: String) async throws(TransportFailure) -> Reply {
+    /// for anything else (with what to do, unless `advice` is false: then the caller says it).
+    func send(_ request: URLRequest, what: String, advice: Bool = true) async throws(TransportFailure) -> Reply {
         let data: Data
         let response: URLResponse
         do {
@@ -81,18 +81,24 @@ struct RelayHTTP: Sendable {
         }
         let reply = Reply(status: http.statusCode, body: data.count > Self.maxReplyBytes ? Data() : data, headers: headers)
         if (200..<300).contains(http.statusCode) || http.statusCode == 404 { return reply }
-        throw Self.failure(reply, what: what, base: base, sentToken: token != nil)
+        throw Self.failure(reply, what: what, base: base, sentToken: token != nil, advice: advice)
     }
 
     /// The failure a non-success reply means. `sentToken` tells what a 401 refused: this
     /// device's token (pair the device again), or without one the pairing code being redeemed
     /// (make a new code). The relay's own message is quoted as what happened; the advice, said
-    /// once, is added here, where the ferryctl commands are known.
-    static func failure(_ reply: Reply, what: String, base: URL, sentToken: Bool = true) -> TransportFailure {
+    /// once, is added here, where the ferryctl commands are known (unless `advice` is false).
+    static func failure(_ reply: Reply, what: String, base: URL, sentToken: Bool = true, advice: Bool = true) -> TransportFailure {
         let parsed = try? JSONParser.parse([UInt8](reply.body.prefix(64 << 10)))
         let code = parsed?["error"]?.stringValue ?? ""
         let message = parsed?["message"]?.stringValue ?? "HTTP \(reply.status)"
         let text = "\(what): the relay answered \(reply.status) \(code.isEmpty ? "" : "(\(code)) ")\(message)"
+        if !advice {
+            switch reply.status {
+            case 401, 403: return .unauthorized(text)
+            default: break
+            }
+        }
         switch reply.status {
         case 401 where sentToken:
             return .unauthorized(text + "; pair this device again ('ferryctl relay pair' on a device "
@@ -100,9 +106,11 @@ struct RelayHTTP: Sendable {
         case 401:
             return .unauthorized(text + "; make a new code with 'ferryctl relay pair' on a device already syncing through the relay "
                 + "and use it before it expires")
-        case 403: return .unauthorized(text + "; the token has no right to this owner's data")
-        case 409 where code == "lost_data":
-            return .hostLostData(text + "; this device starts over with the relay: it reads it from the start and sends every record again")
+        case 403:
+            return .unauthorized(text + "; the token has no right to this owner's data: pair this device with a code from a device "
+                + "of this owner ('ferryctl relay pair' there, then 'ferryctl transport add NAME relay URL --code CODE' here)")
+        // The engine says what it does about it (it starts the transport over).
+        case 409 where code == "lost_data": return .hostLostData(text)
         case 413 where code == "quota_exceeded": return .quotaExceeded(text)
         case 413: return .tooLarge(text)
         case 429:

@@ -218,7 +218,7 @@ import Testing
     @Test func engineCommands() throws {
         let (status, _) = try run(["status"]) { _ in [.ok(Samples.status)] }
         #expect(status.status == 0, "\(status)")
-        for text in ["node         00112233445566aa", "records      3 live, 1 deleted", "1 rejected (see 'ferryctl outbox --errors')",
+        for text in ["node         00112233445566aa", "records      3 live, 1 deleted", "1 rejected, held by nas (see 'ferryctl outbox --errors')",
                      "attachments  1 (2.0 KiB)", "nas", "disk full"] {
             #expect(status.stdout.contains(text), "'\(text)' missing: \(status)")
         }

@@ -52,12 +52,7 @@ public enum JSONParser {
     public static func parse(_ bytes: [UInt8], limits: JSONLimits = .default,
                              capturing paths: [[JSONPathComponent]]) throws(JSONError) -> (value: JSONValue, captures: [JSONCapture]) {
         try bytes.withUnsafeBufferPointer { buffer throws(JSONError) in
-            guard buffer.count <= limits.maxBytes else { throw tooLarge(limits) }
-            var scanner = JSONScanner(bytes: buffer, maxDepth: limits.maxDepth)
-            var builder = JSONValueBuilder(capturing: paths)
-            _ = try scanner.run(into: &builder)
-            guard let root = builder.root else { throw scanner.unexpectedEnd() }
-            return (root, builder.captures)
+            try parseBuffer(buffer, limits: limits, capturing: paths)
         }
     }
 
@@ -88,13 +83,18 @@ public enum JSONParser {
     }
 
     static func parseBuffer(_ buffer: UnsafeBufferPointer<UInt8>, limits: JSONLimits) throws(JSONError) -> JSONValue {
+        try parseBuffer(buffer, limits: limits, capturing: []).value
+    }
+
+    static func parseBuffer(_ buffer: UnsafeBufferPointer<UInt8>, limits: JSONLimits,
+                            capturing paths: [[JSONPathComponent]]) throws(JSONError) -> (value: JSONValue, captures: [JSONCapture]) {
         guard buffer.count <= limits.maxBytes else { throw tooLarge(limits) }
         var scanner = JSONScanner(bytes: buffer, maxDepth: limits.maxDepth)
-        var builder = JSONValueBuilder()
+        var builder = JSONValueBuilder(capturing: paths)
         _ = try scanner.run(into: &builder)
         // run only returns after the top-level value has been delivered.
         guard let root = builder.root else { throw scanner.unexpectedEnd() }
-        return root
+        return (root, builder.captures)
     }
 
     static func validateBuffer(_ buffer: UnsafeBufferPointer<UInt8>, limits: JSONLimits) throws(JSONError) -> JSONTopLevel {

@@ -15,12 +15,7 @@ enum VarlinkWire {
         let value: JSONValue
         let captures: [JSONCapture]
         do {
-            if paths.isEmpty {
-                value = try JSONParser.parse(bytes, limits: limits)
-                captures = []
-            } else {
-                (value, captures) = try JSONParser.parse(bytes, limits: limits, capturing: paths)
-            }
+            (value, captures) = try JSONParser.parse(bytes, limits: limits, capturing: paths)
         } catch {
             throw .invalidJSON(error)
         }

@@ -10,6 +10,14 @@ import FerryVarlink
         #"{"method":"\#(method)","parameters":\#(parameters)}"# + "\u{0}"
     }
 
+    /// Sends one call on `socket` (expecting the send to go through) and returns its reply, or
+    /// `closed` when the daemon closed the connection instead.
+    static func roundTrip(_ socket: RawSocket, _ method: String, _ parameters: String,
+                          sourceLocation: SourceLocation = #_sourceLocation) -> String {
+        #expect(socket.send(call(method, parameters)), sourceLocation: sourceLocation)
+        return socket.receive() ?? "closed"
+    }
+
     /// Asserts that a fresh, well-behaved client is still served.
     func assertServing(_ daemon: DaemonHarness, _ context: String) async throws {
         let client = try daemon.client()
@@ -96,15 +104,12 @@ import FerryVarlink
         ]
         let socket = try RawSocket(path: daemon.socketPath)
         for (i, sent) in payloads.enumerated() {
-            #expect(socket.send(Self.call("io.ferry.Store.Put", #"{"entity":"n","id":"p\#(i)","payload":\#(sent)}"#)))
-            let put = socket.receive() ?? ""
+            let put = Self.roundTrip(socket, "io.ferry.Store.Put", #"{"entity":"n","id":"p\#(i)","payload":\#(sent)}"#)
             #expect(put.contains(#""payload":\#(sent)"#), "Put of \(sent): \(put)")
-            #expect(socket.send(Self.call("io.ferry.Store.PutMany", #"{"records":[{"id":"m\#(i)","payload":\#(sent),"entity":"n"}]}"#)))
-            let many = socket.receive() ?? ""
+            let many = Self.roundTrip(socket, "io.ferry.Store.PutMany", #"{"records":[{"id":"m\#(i)","payload":\#(sent),"entity":"n"}]}"#)
             #expect(many.contains(#""records":["#), "PutMany of \(sent): \(many)")
             for id in ["p\(i)", "m\(i)"] {
-                #expect(socket.send(Self.call("io.ferry.Store.Get", #"{"entity":"n","id":"\#(id)"}"#)))
-                let got = socket.receive() ?? ""
+                let got = Self.roundTrip(socket, "io.ferry.Store.Get", #"{"entity":"n","id":"\#(id)"}"#)
                 #expect(got.contains(#""payload":\#(sent)"#), "Get \(id) of \(sent): \(got)")
             }
         }
@@ -119,16 +124,12 @@ import FerryVarlink
         try daemon.start()
         let socket = try RawSocket(path: daemon.socketPath)
         for (i, payload) in [#"{"a":1,"a":2}"#, #"{"a":{"b":[1e400]}}"#, #"{"é":1,"é":2}"#].enumerated() {
-            #expect(socket.send(Self.call("io.ferry.Store.Put", #"{"entity":"n","id":"b\#(i)","payload":\#(payload)}"#)))
-            let put = socket.receive() ?? "closed"
+            let put = Self.roundTrip(socket, "io.ferry.Store.Put", #"{"entity":"n","id":"b\#(i)","payload":\#(payload)}"#)
             #expect(put.contains(#""error":"io.ferry.Store.InvalidPayload""#), "Put of \(payload): \(put)")
-            #expect(socket.send(Self.call("io.ferry.Store.PutMany",
-                                          #"{"records":[{"entity":"n","id":"ok\#(i)","payload":{}},{"entity":"n","id":"c\#(i)","payload":\#(payload)}]}"#)))
-            let many = socket.receive() ?? "closed"
+            let many = Self.roundTrip(socket, "io.ferry.Store.PutMany", #"{"records":[{"entity":"n","id":"ok\#(i)","payload":{}},{"entity":"n","id":"c\#(i)","payload":\#(payload)}]}"#)
             #expect(many.contains(#""error":"io.ferry.Store.InvalidPayload""#), "PutMany of \(payload): \(many)")
         }
-        #expect(socket.send(Self.call("io.ferry.Store.List", #"{"entity":"n"}"#)))
-        let list = socket.receive() ?? "closed"
+        let list = Self.roundTrip(socket, "io.ferry.Store.List", #"{"entity":"n"}"#)
         #expect(list.contains(#""records":[]"#), "nothing was written: \(list)")
         daemon.stop()
     }

@@ -127,10 +127,12 @@ final class ChangeFeed: Sendable {
 
     /// Pushes what was just committed to every live watcher. Called after each commit, on
     /// the committing thread (ferryd's event loop for API writes, so the changes are written
-    /// to the watchers' sockets right there).
-    func publish() {
+    /// to the watchers' sockets right there). The commit's own changes are taken as they are
+    /// when the feed holds everything before them; otherwise the feed reads the store.
+    func publish(_ commit: CommittedChanges? = nil) {
         state.withLock { s in
             guard !s.live.isEmpty else { return }
+            if let commit, commit.after == s.through { append(commit, to: &s) }
             do { try catchUp(&s) } catch { return }
             for (id, entry) in s.live {
                 var lo = 0, hi = s.items.count
@@ -172,14 +174,7 @@ final class ChangeFeed: Sendable {
             let page = try store.changes(since: s.through, limit: 1000)
             if page.through == s.through { break }
             for record in page.records {
-                var bytes = Array(#"{"cursor":"#.utf8)
-                bytes += Array(String(record.seq).utf8)
-                bytes += Array(#","record":"#.utf8)
-                Wire.append(record, payloadText: record.payload, to: &bytes)
-                bytes.append(UInt8(ascii: "}"))
-                let item = Item(seq: record.seq, space: record.space, entity: record.entity,
-                                key: record.space + "\u{0}" + record.entity + "\u{0}" + record.id,
-                                reply: VarlinkEncodedReply(parametersJSON: bytes))
+                let item = Self.item(record)
                 s.bytes += item.reply.size
                 s.items.append(item)
                 s.latest[item.key] = item.seq
@@ -187,6 +182,50 @@ final class ChangeFeed: Sendable {
             s.through = page.through
             trim(&s)   // page by page, so a long backlog never sits in memory whole
         }
+    }
+
+    /// Takes the changes of `commit` into the feed when it holds everything before them (as
+    /// `publish` does with live watchers); otherwise the feed reads them from the store later.
+    func take(_ commit: CommittedChanges) {
+        state.withLock { s in
+            if commit.after == s.through { append(commit, to: &s) }
+        }
+    }
+
+    /// Adds the changes of the commit right after `s.through`, as the store would give them:
+    /// a record changed several times in the commit comes once, at its newest change.
+    private func append(_ commit: CommittedChanges, to s: inout State) {
+        let first = s.items.count
+        var superseded: Set<Int64> = []
+        for record in commit.records {
+            let item = Self.item(record)
+            if let older = s.latest.updateValue(item.seq, forKey: item.key), older > commit.after {
+                superseded.insert(older)
+            }
+            s.bytes += item.reply.size
+            s.items.append(item)
+        }
+        if !superseded.isEmpty {
+            var kept = Array(s.items[..<first])
+            for item in s.items[first...] {
+                if superseded.contains(item.seq) { s.bytes -= item.reply.size } else { kept.append(item) }
+            }
+            s.items = kept
+        }
+        s.through = commit.through
+        trim(&s)
+    }
+
+    /// A change with its reply encoded.
+    private static func item(_ record: Record) -> Item {
+        var bytes = Array(#"{"cursor":"#.utf8)
+        bytes += Array(String(record.seq).utf8)
+        bytes += Array(#","record":"#.utf8)
+        Wire.append(record, payloadText: record.payload, to: &bytes)
+        bytes.append(UInt8(ascii: "}"))
+        return Item(seq: record.seq, space: record.space, entity: record.entity,
+                    key: record.space + "\u{0}" + record.entity + "\u{0}" + record.id,
+                    reply: VarlinkEncodedReply(parametersJSON: bytes))
     }
 
     /// Drops the oldest changes beyond `capacity` or `maxBytes`.

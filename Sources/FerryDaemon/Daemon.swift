@@ -85,9 +85,9 @@ public enum Daemon {
         let engine = EngineLoop(store: store, logger: logger, watchdogTimeout: SystemdNotifier.watchdogTimeout) {
             EngineState.summary(sync.health, paused: sync.isPaused)
         }
-        store.setCommitObserver { seq in
-            hub.committed(seq)
-            feed.publish()
+        store.setCommitObserver { commit in
+            hub.committed(commit.through)
+            feed.publish(commit)
             engine.wake()
             sync.localChange()
         }

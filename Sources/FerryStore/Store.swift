@@ -90,9 +90,9 @@ public final class Store: @unchecked Sendable {
         try sweepAttachments(orphanFiles: true)
     }
 
-    /// Told of the greatest committed change-log sequence number after every commit that added
-    /// changes (on the committing thread: return quickly).
-    public func setCommitObserver(_ observer: @escaping @Sendable (Int64) -> Void) {
+    /// Told of every commit that added changes, with those changes (on the committing thread:
+    /// return quickly).
+    public func setCommitObserver(_ observer: @escaping @Sendable (CommittedChanges) -> Void) {
         _ = try? write("setting the commit observer") { writer in writer.onCommit = observer }
     }
 

@@ -26,8 +26,12 @@ final class Writer: @unchecked Sendable {
     private var jobAfterCommit: [() -> Void] = []
     /// Attachments whose reference count dropped in the current job.
     private var unreferenced: Set<String> = []
-    /// Told of the greatest committed sequence number after every commit that added changes.
-    var onCommit: (@Sendable (Int64) -> Void)?
+    /// The changes of the current job, and of the jobs of the current transaction that
+    /// succeeded: what `onCommit` hands on.
+    private var jobChanges: [Record] = []
+    private var batchChanges: [Record] = []
+    /// Told of every commit that added changes, with those changes.
+    var onCommit: (@Sendable (CommittedChanges) -> Void)?
     /// Runs the checkpoints; nudged every `pagesPerCheckpoint` pages logged.
     private let checkpointer: Checkpointer?
     /// Pages in the write-ahead log after the last commit, and when the checkpointer was last
@@ -76,14 +80,17 @@ final class Writer: @unchecked Sendable {
             do {
                 try job.work(self)
                 afterCommit += jobAfterCommit
+                batchChanges += jobChanges
             } catch {
                 job.failure = error
                 try? db.execute("ROLLBACK")
                 jobAfterCommit.removeAll()
+                jobChanges.removeAll()
                 seq = seqBefore
                 return
             }
             jobAfterCommit.removeAll()
+            jobChanges.removeAll()
         } else {
             for job in batch {
                 let jobSeq = seq
@@ -92,6 +99,7 @@ final class Writer: @unchecked Sendable {
                     try job.work(self)
                     try db.cached("RELEASE job").run()
                     afterCommit += jobAfterCommit
+                    batchChanges += jobChanges
                 } catch {
                     job.failure = error
                     try? db.cached("ROLLBACK TO job").run()
@@ -99,6 +107,7 @@ final class Writer: @unchecked Sendable {
                     seq = jobSeq
                 }
                 jobAfterCommit.removeAll()
+                jobChanges.removeAll()
             }
         }
         do {
@@ -116,6 +125,7 @@ final class Writer: @unchecked Sendable {
             try? db.execute("ROLLBACK")
             for job in batch where job.failure == nil { job.failure = error }
             afterCommit.removeAll()
+            batchChanges.removeAll()
             seq = seqBefore
             return
         }
@@ -130,9 +140,12 @@ final class Writer: @unchecked Sendable {
         for action in actions { action() }
         let candidates = takeUnreferenced()
         if !candidates.isEmpty { collectAttachments(candidates) }
+        let changes = batchChanges
+        batchChanges.removeAll(keepingCapacity: true)
         if seq != committedSeq {
+            let commit = CommittedChanges(after: committedSeq, through: seq, records: changes)
             committedSeq = seq
-            onCommit?(seq)
+            onCommit?(commit)
         }
     }
 
@@ -151,13 +164,19 @@ final class Writer: @unchecked Sendable {
         }
     }
 
-    /// A mark in the current job's after-commit work, for `discardJobEffects(since:)`.
-    var jobEffectsMark: Int { jobAfterCommit.count }
+    /// A mark in the current job's after-commit work and changes, for `discardJobEffects(since:)`.
+    struct JobEffectsMark {
+        fileprivate var actions: Int
+        fileprivate var changes: Int
+    }
 
-    /// Forgets the after-commit work registered since `mark`, whose writes a savepoint rolled
-    /// back (`Store.perform` rolls back one operation of a job).
-    func discardJobEffects(since mark: Int) {
-        if jobAfterCommit.count > mark { jobAfterCommit.removeSubrange(mark...) }
+    var jobEffectsMark: JobEffectsMark { JobEffectsMark(actions: jobAfterCommit.count, changes: jobChanges.count) }
+
+    /// Forgets the after-commit work and the changes registered since `mark`, whose writes a
+    /// savepoint rolled back (`Store.perform` rolls back one operation of a job).
+    func discardJobEffects(since mark: JobEffectsMark) {
+        if jobAfterCommit.count > mark.actions { jobAfterCommit.removeSubrange(mark.actions...) }
+        if jobChanges.count > mark.changes { jobChanges.removeSubrange(mark.changes...) }
     }
 
     /// Registers work to run after the current job's transaction commits.
@@ -220,7 +239,7 @@ final class Writer: @unchecked Sendable {
         guard db.changes == 1 else { return nil }
         self.seq = seq
         let rid = db.lastInsertRowID
-        try logChange(seq: seq, rid: rid, sid: sid, origin: origin)
+        try logChange(seq: seq, rid: rid, sid: sid, origin: origin, version: version)
         try adjustReferences(removing: [], adding: version.attachments, requirePresent: origin == .local)
         return (rid, seq)
     }
@@ -237,19 +256,21 @@ final class Writer: @unchecked Sendable {
         statement.bind(5, seq)
         statement.bind(6, current.rid)
         try statement.run()
-        try logChange(seq: seq, rid: current.rid, sid: sid, origin: origin)
+        try logChange(seq: seq, rid: current.rid, sid: sid, origin: origin, version: version)
         try adjustReferences(removing: current.version.attachments, adding: version.attachments,
                              requirePresent: origin == .local)
         return seq
     }
 
-    private func logChange(seq: Int64, rid: Int64, sid: Int64, origin: ChangeOrigin) throws {
+    /// Logs the change that made `version` current, in the table and for `onCommit`.
+    private func logChange(seq: Int64, rid: Int64, sid: Int64, origin: ChangeOrigin, version: RecordVersion) throws {
         let change = try db.cached("INSERT INTO changes (seq, rid, sid, origin) VALUES (?, ?, ?, ?)")
         change.bind(1, seq)
         change.bind(2, rid)
         change.bind(3, sid)
         change.bind(4, origin == .local ? "local" : origin.description)
         try change.run()
+        jobChanges.append(Record(space: catalog.name(of: sid), version: version, seq: seq))
     }
 
     /// Queues the record `rid` for every transport (its current version is what will be sent).

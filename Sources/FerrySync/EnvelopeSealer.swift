@@ -76,7 +76,7 @@ public struct EnvelopeSealer: Sendable {
     }
 
     /// The fields of a body.
-    struct Body {
+    struct Body: Equatable {
         var entity: String
         var id: String
         var payload: String?
@@ -88,6 +88,12 @@ public struct EnvelopeSealer: Sendable {
     /// version reads back equal to the one sealed; otherwise it is parsed and re-serialized
     /// canonically.
     static func parseBody(_ plaintext: [UInt8], maxDepth: Int) throws(EnvelopeError) -> Body {
+        if let body = parseSealedLayout(plaintext, maxDepth: maxDepth) { return body }
+        return try parseAnyLayout(plaintext, maxDepth: maxDepth)
+    }
+
+    /// `parseBody` for a body in any layout: a general JSON reading.
+    static func parseAnyLayout(_ plaintext: [UInt8], maxDepth: Int) throws(EnvelopeError) -> Body {
         let value: JSONValue
         let captures: [JSONCapture]
         let limits = JSONLimits(maxBytes: Envelope.maxBodyBytes, maxDepth: max(0, maxDepth) + 1)
@@ -136,6 +142,73 @@ public struct EnvelopeSealer: Sendable {
             throw .invalidBody("the payload must be a JSON object or null, not \(p.typeName)")
         }
         return Body(entity: entity, id: id, payload: payload, attachments: attachments)
+    }
+
+    /// Reads a body laid out exactly as `seal` writes it, with plain entity and id strings
+    /// (no escapes) and well-formed attachment references, checking the payload in one pass
+    /// instead of building a tree of the whole body. Accepts only bodies that `parseBody`'s
+    /// general reading accepts with the same result; nil for anything else (which that reading
+    /// then accepts or explains).
+    static func parseSealedLayout(_ plaintext: [UInt8], maxDepth: Int) -> Body? {
+        let n = plaintext.count
+        var i = 0
+        /// Matches `literal` at `i` and moves past it.
+        func expect(_ literal: StaticString) -> Bool {
+            let count = literal.utf8CodeUnitCount
+            guard i + count <= n else { return false }
+            let start = literal.utf8Start
+            for k in 0..<count where plaintext[i + k] != start[k] { return false }
+            i += count
+            return true
+        }
+        /// A string without escapes or control characters up to its closing quote, moving past it.
+        func plainString() -> String? {
+            let start = i
+            while i < n {
+                let byte = plaintext[i]
+                if byte == UInt8(ascii: "\"") {
+                    let text = String(validating: plaintext[start..<i], as: UTF8.self)
+                    i += 1
+                    return text
+                }
+                if byte == UInt8(ascii: "\\") || byte < 0x20 { return nil }
+                i += 1
+            }
+            return nil
+        }
+        guard expect(#"{"e":""#), let entity = plainString(), expect(#","i":""#), let id = plainString(),
+              expect(#","p":"#) else { return nil }
+        let payloadStart = i
+        // The attachment list, read backwards from the closing `]}`.
+        guard n - payloadStart >= 8, plaintext[n - 2] == UInt8(ascii: "]"), plaintext[n - 1] == UInt8(ascii: "}") else { return nil }
+        var end = n - 2   // just past the last attachment reference
+        var references: [String] = []
+        if plaintext[end - 1] != UInt8(ascii: "[") {
+            while true {
+                guard end - 66 > payloadStart, plaintext[end - 1] == UInt8(ascii: "\""), plaintext[end - 66] == UInt8(ascii: "\"") else { return nil }
+                let hex = plaintext[(end - 65)..<(end - 1)]
+                guard hex.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else { return nil }
+                references.append(String(decoding: hex, as: UTF8.self))
+                end -= 66
+                if plaintext[end - 1] == UInt8(ascii: ",") { end -= 1; continue }
+                if plaintext[end - 1] == UInt8(ascii: "[") { break }
+                return nil
+            }
+        }
+        let payloadEnd = end - 6
+        guard payloadEnd > payloadStart, plaintext[payloadEnd..<end].elementsEqual(#","a":["#.utf8) else { return nil }
+        let payloadBytes = plaintext[payloadStart..<payloadEnd]
+        let payload: String?
+        if payloadBytes.elementsEqual("null".utf8) {
+            payload = nil
+        } else {
+            // No white space around it (the general reading would drop it).
+            guard payloadBytes.first == UInt8(ascii: "{"), payloadBytes.last == UInt8(ascii: "}") else { return nil }
+            let limits = JSONLimits(maxBytes: Envelope.maxBodyBytes, maxDepth: max(0, maxDepth))
+            guard case .object? = try? JSONParser.validate(payloadBytes, limits: limits) else { return nil }
+            payload = String(decoding: payloadBytes, as: UTF8.self)
+        }
+        return Body(entity: entity, id: id, payload: payload, attachments: references.reversed())
     }
 
     /// `{"e":<entity>,"i":<id>,"p":`

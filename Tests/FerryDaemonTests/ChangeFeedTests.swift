@@ -1,7 +1,10 @@
+import FerryModel
 import Foundation
+import Synchronization
 import Testing
 @testable import FerryDaemon
 @testable import FerryStore
+@testable import FerryVarlink
 
 @Suite struct ChangeFeedTests {
     /// A store in a new directory (the caller removes it), with a feed over it.
@@ -56,5 +59,40 @@ import Testing
         #expect(first.items.map(\.key) == ["private\u{0}note\u{0}b1"])
         let rest = try #require(try feed.page(after: first.through, limit: 500, spaces: nil, entities: nil))
         #expect(rest.items.map(\.seq) == Array(fromStore.dropFirst()))
+    }
+
+    /// The changes a commit hands over are taken as the store gives them: two versions of one
+    /// record applied in one transaction come once, at the newest; a commit that does not
+    /// follow what the feed holds is left for the feed to read from the store.
+    @Test func aCommitsOwnChangesAreTakenAsTheStoreGivesThem() throws {
+        let (dir, store, hub, feed) = try Self.feed()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let commits = Mutex<[CommittedChanges]>([])
+        store.setCommitObserver { commit in commits.withLock { $0.append(commit) } }
+        let start = store.lastSeq
+        let node = NodeID(0xbee)
+        func version(_ id: String, _ v: Int, millis: Int64) -> RecordVersion {
+            RecordVersion(entity: "note", id: id, hlc: Stamp(millis: millis, counter: 0, node: node), deleted: false, payload: #"{"v":\#(v)}"#)
+        }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        _ = try store.applyRemote([version("a", 1, millis: now), version("b", 1, millis: now), version("a", 2, millis: now + 1),
+                                   version("c", 1, millis: now)], origin: .remote(transport: "t"))
+        _ = try store.put(entity: "note", id: "d", payload: #"{"v":1}"#)
+        let taken = commits.withLock { $0 }
+        #expect(taken.count == 2 && taken[0].after == start && taken[0].records.count == 4 && taken[1].after == taken[0].through)
+        for commit in taken { feed.take(commit) }
+        // The hub was not told, so the feed read nothing from the store: this is what it took.
+        let page = try #require(try feed.page(after: start, limit: 500, spaces: nil, entities: nil))
+        let fromStore = try store.changes(since: start)
+        #expect(page.items.map(\.seq) == fromStore.records.map(\.seq))
+        #expect(page.items.map(\.key) == ["private\u{0}note\u{0}b", "private\u{0}note\u{0}a", "private\u{0}note\u{0}c", "private\u{0}note\u{0}d"])
+        #expect(page.through == store.lastSeq)
+        let replies = page.items.map { String(decoding: $0.reply.bytes, as: UTF8.self) }
+        #expect(replies[1].contains(#""payload":{"v":2}"#))
+        // A commit that does not follow what the feed holds is not taken.
+        let skipped = CommittedChanges(after: store.lastSeq + 5, through: store.lastSeq + 6, records: [])
+        feed.take(skipped)
+        #expect(try feed.page(after: start, limit: 500, spaces: nil, entities: nil)?.through == store.lastSeq)
+        hub.committed(store.lastSeq)
     }
 }

@@ -130,6 +130,58 @@ import Testing
         #expect(try Self.sealer.open(reordered).payload == #"{"a":2,"b":1}"#)
     }
 
+    /// The quick reading of bodies in `seal`'s layout accepts nothing the general reading does
+    /// not, and reads what it accepts the same way: checked on bodies as sealed, on near misses
+    /// (escapes, duplicate keys, numbers out of range, odd references, too deep) and on
+    /// bodies with bytes dropped, changed or repeated at every position.
+    @Test func theQuickReadingOfSealedBodiesAgreesWithTheGeneralOne() {
+        let sha = String(repeating: "0123456789abcdef", count: 4)
+        let bodies = [
+            #"{"e":"note","i":"n1","p":{"title":"x","n":[1,2.5e3,{"d":null}]},"a":[]}"#,
+            #"{"e":"note","i":"n1","p":null,"a":[]}"#,
+            #"{"e":"note","i":"n1","p":{},"a":["\#(sha)"]}"#,
+            #"{"e":"note","i":"n1","p":{"a":[]},"a":["\#(sha)","\#(sha)"]}"#,
+            #"{"e":"note","i":"n1","p":{"a":1,"a":2},"a":[]}"#,
+            #"{"e":"note","i":"n1","p":{"n":1e400},"a":[]}"#,
+            #"{"e":"no\u0074e","i":"n\"1","p":{},"a":[]}"#,
+            #"{"e":"note","i":"n1","p":{},"a":["\#(sha.uppercased())"]}"#,
+            #"{"e":"note","i":"n1","p":{"x":{"y":{"z":{}}}},"a":[]}"#,
+            #"{"e":"note","i":"n1","p":{},"a":[]} "#,
+            #"{"e":"note","i":"n1","p":{} ,"a":[]}"#,
+            #"{"e":"note","i":"n1","p":{},"a":[],"a":[]}"#,
+            #"{"e":"note","i":"n1","p":{},"a":[]},"a":[]}"#,
+            #"{"e":"note","i":"n1","p":{"k":"],\"a\":["},"a":[]}"#,
+        ]
+        var rng = SplitMix64(seed: 7)
+        var checked = 0, quick = 0
+        for text in bodies {
+            let bytes = Array(text.utf8)
+            var variants = [bytes]
+            for i in 0..<bytes.count {
+                var dropped = bytes; dropped.remove(at: i); variants.append(dropped)
+                var changed = bytes; changed[i] = UInt8.random(in: 0...255, using: &rng); variants.append(changed)
+                var repeated = bytes; repeated.insert(bytes[i], at: i); variants.append(repeated)
+            }
+            for variant in variants {
+                for depth in [3, 64] {
+                    checked += 1
+                    guard let fast = EnvelopeSealer.parseSealedLayout(variant, maxDepth: depth) else { continue }
+                    quick += 1
+                    let general = try? EnvelopeSealer.parseAnyLayout(variant, maxDepth: depth)
+                    #expect(general == fast, "\(String(decoding: variant, as: UTF8.self)) at depth \(depth)")
+                }
+            }
+        }
+        // The quick reading took the bodies as sealed, not only the odd ones.
+        #expect(quick > 100 && quick < checked)
+        #expect(EnvelopeSealer.parseSealedLayout(Array(bodies[0].utf8), maxDepth: 64)?.payload
+                == #"{"title":"x","n":[1,2.5e3,{"d":null}]}"#)
+        #expect(EnvelopeSealer.parseSealedLayout(Array(bodies[3].utf8), maxDepth: 64)?.attachments == [sha, sha])
+        // Too deep for the quick reading is too deep for the general one as well.
+        #expect(EnvelopeSealer.parseSealedLayout(Array(bodies[8].utf8), maxDepth: 3) == nil)
+        #expect(throws: EnvelopeError.self) { try EnvelopeSealer.parseAnyLayout(Array(bodies[8].utf8), maxDepth: 3) }
+    }
+
     @Test func limitsApply() {
         let deep = String(repeating: #"{"a":"#, count: 10) + "1" + String(repeating: "}", count: 10)
         let v = RecordVersion(entity: "note", id: "n1", hlc: Fixtures.stamp, deleted: false, payload: deep)

@@ -257,6 +257,11 @@ final class Writer: @unchecked Sendable {
         statement.bind(6, current.rid)
         try statement.run()
         try logChange(seq: seq, rid: current.rid, sid: sid, origin: origin, version: version)
+        // The row of the change this one supersedes is never read again (readers skip it), so
+        // it goes: the log keeps one row per record, not one per change ever made.
+        let superseded = try db.cached("DELETE FROM changes WHERE seq = ?")
+        superseded.bind(1, current.seq)
+        try superseded.run()
         try adjustReferences(removing: current.version.attachments, adding: version.attachments,
                              requirePresent: origin == .local)
         return seq

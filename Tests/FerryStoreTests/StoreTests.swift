@@ -335,6 +335,46 @@ import FerrySQLite
                                             "progress", "losers", "attachments", "engine_state"]))
     }
 
+    /// The change log keeps one row per record, its latest change, however often records
+    /// change, locally or from elsewhere (protocol.md section 10); reading changes after any
+    /// cursor still gives each record once at its newest version. A store of schema version 1,
+    /// which kept every row, loses the superseded ones when it opens.
+    @Test func theChangeLogHoldsOneRowPerRecord() throws {
+        let dir = TempDir()
+        do {
+            let store = try makeStore(dir)
+            for round in 0..<20 {
+                for id in ["a", "b", "c"] { _ = try store.put(entity: "note", id: id, payload: #"{"round":\#(round)}"#) }
+            }
+            _ = try store.delete(entity: "note", id: "b")
+            let remote = (0..<5).map { i in
+                RecordVersion(entity: "note", id: "c", hlc: Stamp(millis: Int64(4_000_000_000_000 + i), counter: 0, node: NodeID(9)),
+                              deleted: false, payload: #"{"remote":\#(i)}"#)
+            }
+            _ = try store.applyRemote(remote, origin: .remote(transport: "t"))
+            let db = try Database(path: dir.path + "/ferry.db")
+            #expect(try db.scalarInt("SELECT count(*) FROM changes") == 3)
+            #expect(try db.scalarInt("SELECT count(*) FROM records r JOIN changes c ON c.seq = r.seq AND c.rid = r.rid") == 3)
+            let all = try store.changes(since: 0)
+            #expect(all.records.map(\.id) == ["a", "b", "c"])
+            #expect(all.records.map(\.payload) == [#"{"round":19}"#, nil, #"{"remote":4}"#])
+            #expect(all.through == store.lastSeq)
+            for cursor in stride(from: 0, through: store.lastSeq, by: 7) {
+                let page = try store.changes(since: cursor)
+                #expect(page.records.allSatisfy { $0.seq > cursor } && page.through == store.lastSeq)
+                #expect(Set(all.records.filter { $0.seq > cursor }.map(\.id)) == Set(page.records.map(\.id)))
+            }
+            // As a store of version 1 left it: superseded rows, kept.
+            try db.execute("INSERT INTO changes (seq, rid, sid, origin) SELECT seq - 100000, rid, sid, 'local' FROM changes")
+            try db.execute("PRAGMA user_version = 1")
+            #expect(try db.scalarInt("SELECT count(*) FROM changes") == 6)
+        }
+        let store = try makeStore(dir)
+        let db = try Database(path: dir.path + "/ferry.db")
+        #expect(try db.scalarInt("SELECT count(*) FROM changes") == 3)
+        #expect(try store.changes(since: 0).records.map(\.id) == ["a", "b", "c"])
+    }
+
     @Test func durabilityPragma() throws {
         let dir = TempDir()
         let store = try makeStore(dir) { $0.durability = .full }

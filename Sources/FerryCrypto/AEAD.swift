@@ -1,7 +1,8 @@
 import CSodium
 
 /// XChaCha20-Poly1305 (IETF) authenticated encryption with associated data, with a random
-/// 24-byte nonce per message (random nonces of this size never collide in practice).
+/// 24-byte nonce per message (random nonces of this size never collide in practice), taken
+/// from a pool of kernel random bytes (`NoncePool`).
 ///
 /// Sealed form: `nonce (24) | ciphertext | tag (16)`.
 public enum AEAD {
@@ -22,7 +23,7 @@ public enum AEAD {
         var out = [UInt8](repeating: 0, count: nonceBytes + plaintext.count + tagBytes)
         out.withUnsafeMutableBytes { o in
             let base = o.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            randombytes_buf(base, nonceBytes)
+            NoncePool.shared.take(nonceBytes, into: base)
             var written: UInt64 = 0
             key.withUnsafeBytes { k in
                 _ = crypto_aead_xchacha20poly1305_ietf_encrypt(

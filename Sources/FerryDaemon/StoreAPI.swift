@@ -58,12 +58,14 @@ struct StoreAPI: Sendable {
     }
 
     /// A put of `payload` as the client sent it, byte for byte (docs/protocol.md section 3.2:
-    /// whitespace, key order and number spelling are kept). The store checks the text (the
-    /// message parser left duplicate keys and number ranges to it). A payload that did not come
-    /// as text (a call made in-process) is written compactly.
+    /// whitespace, key order and number spelling are kept). The store checks the text again
+    /// only when the message's parse found a problem in it (a duplicate key, a number out of
+    /// range) or it is deeper than the store allows, and answers with its own error. A payload
+    /// that did not come as text (a call made in-process) is written compactly.
     func request(entity: String, id: String?, payload: JSONValue?, attachments: [String], call: VarlinkCall) -> PutRequest {
-        if let text = call.captured?.text(of: payload) {
-            return PutRequest(entity: entity, id: id, payload: String(decoding: text, as: UTF8.self), attachments: attachments)
+        if let captured = call.captured, let text = captured.text(of: payload) {
+            return PutRequest(entity: entity, id: id, payload: String(decoding: text, as: UTF8.self), attachments: attachments,
+                              payloadIsWellFormed: captured.isWellFormed(payload, maxDepth: maxPayloadDepth))
         }
         let value = payload ?? .object([:])
         return PutRequest(entity: entity, id: id, payload: JSONWriter.string(value), attachments: attachments,

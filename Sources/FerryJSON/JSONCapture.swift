@@ -16,10 +16,18 @@ public struct JSONCapture: Sendable, Hashable {
     public var path: Int
     /// Its bytes, from `{` to `}`, in the parsed buffer.
     public var range: Range<Int>
+    /// Its nesting depth: 1 for an object of scalars, 2 with an object or array inside, ...
+    public var depth: Int
+    /// It passed every check `JSONParser.validate` makes (grammar, UTF-8, no duplicate keys, no
+    /// number out of a double's range), so its text needs no second reading. A capture that
+    /// is not clean is still well-formed grammar; reading it again says what is wrong.
+    public var isClean: Bool
 
-    public init(path: Int, range: Range<Int>) {
+    public init(path: Int, range: Range<Int>, depth: Int = 1, isClean: Bool = false) {
         self.path = path
         self.range = range
+        self.depth = depth
+        self.isClean = isClean
     }
 
     static let placeholderKey = "\u{0}capture"

@@ -69,8 +69,8 @@ struct JSONScanner {
                 let token = try scanNumber()
                 if Sink.buildsValues && sink.building {
                     sink.value(try numberValue(token), in: parent)
-                } else if sink.strict {
-                    try checkNumber(token)
+                } else {
+                    do { try checkNumber(token) } catch { try sink.numberOutOfRange(error) }
                 }
             case UInt8(ascii: "t"):
                 try expectLiteral("true")

@@ -12,10 +12,10 @@ protocol JSONSink {
     /// that captures a container as text turns it off inside it; the scanner then checks
     /// scalars as `validate` does, without building them).
     var building: Bool { get }
-    /// Whether values not built are still checked for what building finds beyond the grammar:
-    /// a number out of a double's range (duplicate keys are the sink's own `key` check). A sink
-    /// that captures text turns it off inside it and leaves those checks to the text's reader.
-    var strict: Bool { get }
+    /// A number out of a double's range where values are not built (what building would
+    /// throw). A sink that validates throws it; one that captures text notes it on the capture
+    /// instead, as it does a duplicate key there (`JSONCapture.isClean`).
+    mutating func numberOutOfRange(_ error: JSONError) throws(JSONError)
     /// A container opens at byte `offset` (its `[` or `{`) inside `parent`.
     mutating func beginArray(at offset: Int, in parent: JSONParent)
     mutating func beginObject(at offset: Int, in parent: JSONParent)

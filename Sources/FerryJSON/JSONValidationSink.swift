@@ -3,7 +3,10 @@
 struct JSONValidationSink: JSONSink {
     static let buildsValues = false
     var building: Bool { false }
-    var strict: Bool { true }
+
+    mutating func numberOutOfRange(_ error: JSONError) throws(JSONError) {
+        throw error
+    }
 
     private var keys = JSONKeyTracker()
 

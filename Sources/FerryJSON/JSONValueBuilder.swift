@@ -6,8 +6,10 @@
 ///
 /// With capture paths, an object found at one of them is not built: the scanner checks its
 /// grammar, UTF-8 and depth, and it becomes a placeholder (see `JSONCapture`) and a byte range,
-/// for callers that want such objects as text and check the rest themselves (duplicate keys,
-/// numbers out of range: `JSONParser.validate`).
+/// for callers that want such objects as text. What else `JSONParser.validate` checks
+/// (duplicate keys, numbers out of range) is checked too, but a failure does not fail the
+/// document: it marks the capture as not clean, and the caller reads that one again for its
+/// own error.
 struct JSONValueBuilder: JSONSink {
     static let buildsValues = true
 
@@ -27,6 +29,10 @@ struct JSONValueBuilder: JSONSink {
     private var captureLevel = 0
     private var captureStart = 0
     private var capturePath = 0
+    /// The deepest nesting inside the capture so far (the captured object counts 1), and
+    /// whether it has passed every check so far.
+    private var captureDepth = 0
+    private var captureClean = true
     /// The objects captured so far, in document order.
     private(set) var captures: [JSONCapture] = []
 
@@ -36,7 +42,16 @@ struct JSONValueBuilder: JSONSink {
     }
 
     var building: Bool { captureLevel == 0 }
-    var strict: Bool { captureLevel == 0 }
+
+    mutating func numberOutOfRange(_ error: JSONError) throws(JSONError) {
+        guard captureLevel != 0 else { throw error }
+        captureClean = false
+    }
+
+    /// Notes a container opening inside the capture (after `starts` grew).
+    private mutating func noteCapturedContainer() {
+        captureDepth = max(captureDepth, starts.count - captureLevel + 1)
+    }
 
     /// The paths a container beginning inside `parent` is on, or the one whose end it is.
     private func pathsOfChild(in parent: JSONParent) -> (onPaths: UInt64, target: Int?) {
@@ -61,6 +76,7 @@ struct JSONValueBuilder: JSONSink {
     mutating func beginArray(at offset: Int, in parent: JSONParent) {
         if captureLevel == 0 && !paths.isEmpty { onPaths.append(pathsOfChild(in: parent).onPaths) }
         starts.append(pending.count)
+        if captureLevel != 0 { noteCapturedContainer() }
     }
 
     mutating func beginObject(at offset: Int, in parent: JSONParent) {
@@ -70,17 +86,21 @@ struct JSONValueBuilder: JSONSink {
                 captureLevel = starts.count + 1
                 captureStart = offset
                 capturePath = target
+                captureDepth = 0
+                captureClean = true
             } else {
                 onPaths.append(mask)
             }
         }
         starts.append(pending.count)
-        if captureLevel == 0 { keys.open() }
+        if captureLevel != 0 { noteCapturedContainer() }
+        keys.open()
     }
 
     mutating func key(_ key: String, offset: Int) throws(JSONError) {
-        guard captureLevel == 0 else { return }   // the capture's reader checks its keys
-        try keys.add(key, offset: offset)
+        guard captureLevel != 0 else { return try keys.add(key, offset: offset) }
+        guard captureClean else { return }   // one problem is enough to read it again
+        do { try keys.add(key, offset: offset) } catch { captureClean = false }
     }
 
     mutating func value(_ value: JSONValue, in parent: JSONParent) {
@@ -105,9 +125,10 @@ struct JSONValueBuilder: JSONSink {
         if captureLevel != 0 {
             let level = starts.count
             starts.removeLast()
+            keys.close()
             if level == captureLevel {
                 captureLevel = 0
-                captures.append(JSONCapture(path: capturePath, range: captureStart..<end))
+                captures.append(JSONCapture(path: capturePath, range: captureStart..<end, depth: captureDepth, isClean: captureClean))
                 value(JSONCapture.placeholder(captures.count - 1), in: parent)
             }
             return

@@ -4,9 +4,9 @@ import Foundation
 import Testing
 
 /// Capturing objects as text (`parse(_:limits:capturing:)`), held against the plain parser on
-/// every corpus document and on seeded mutants of them: the same value and errors, but for the
-/// checks a capture leaves to its reader (duplicate keys, numbers out of range) inside a
-/// captured object.
+/// every corpus document and on seeded mutants of them: the same value and errors, but for
+/// duplicate keys and numbers out of range inside a captured object, which mark that capture
+/// as not clean instead of failing the document.
 @Suite struct JSONCaptureTests {
     static let paths: [[JSONPathComponent]] = [[.key("p")], [.key("a"), .anyElement]]
 
@@ -35,6 +35,7 @@ import Testing
             if let inside {
                 #expect(throws: JSONError.self, "\(context)") { try JSONParser.parse(bytes[inside.range], limits: limits) }
             }
+            checkFlags(captures, bytes: bytes, limits: limits, context: context)
         case (.success(let value), .success(let (capturedValue, captures))):
             #expect((try? JSONCapture.materialize(capturedValue, captures: captures, bytes: bytes)) == value, "\(context)")
             var expected: [JSONValue] = []
@@ -45,11 +46,45 @@ import Testing
                 #expect(bytes[capture.range].first == UInt8(ascii: "{") && bytes[capture.range].last == UInt8(ascii: "}"), "\(context)")
                 if i < expected.count { #expect((try? JSONParser.parse(bytes[capture.range])) == expected[i], "\(context)") }
             }
+            checkFlags(captures, bytes: bytes, limits: limits, context: context)
             // Nothing under q is a placeholder.
             if case .object(let q)? = capturedValue["q"], let inner = q["p"] { #expect(JSONCapture.index(of: inner) == nil, "\(context)") }
         default:
             Issue.record("parse and the capture parse disagree: \(plain) vs \(captured); \(context)")
         }
+    }
+
+    /// A capture is clean exactly when its text passes `validate`, and then its depth is the
+    /// nesting depth of its value.
+    static func checkFlags(_ captures: [JSONCapture], bytes: [UInt8], limits: JSONLimits, context: String) {
+        for capture in captures {
+            let valid = (try? JSONParser.validate(bytes[capture.range], limits: limits)) != nil
+            #expect(capture.isClean == valid, "clean \(capture.isClean), valid \(valid); \(context)")
+            if valid, let value = try? JSONParser.parse(bytes[capture.range], limits: limits) {
+                #expect(capture.depth == depth(of: value), "\(context)")
+            }
+        }
+    }
+
+    /// The nesting depth of a value: a container counts 1, a scalar 0.
+    static func depth(of value: JSONValue) -> Int {
+        switch value {
+        case .object(let members): 1 + (members.values.map(depth(of:)).max() ?? 0)
+        case .array(let items): 1 + (items.map(depth(of:)).max() ?? 0)
+        default: 0
+        }
+    }
+
+    /// A duplicate key or a number out of range inside a capture leaves the document readable
+    /// and marks that capture alone as not clean; depths are counted as the store counts them.
+    @Test func problemsInsideACaptureMarkItNotClean() throws {
+        let text = #"{"a":[{"k":1,"k":2},{"n":1e400},{"x":[{"y":{}}]}],"p":{"ok":[1,2]}}"#
+        let (_, captures) = try JSONParser.parse(Array(text.utf8), capturing: Self.paths)
+        #expect(captures.map(\.isClean) == [false, false, true, true])
+        #expect(captures[2].depth == 4 && captures[3].depth == 2)
+        // Outside a capture the same problems fail the document, as before.
+        #expect(throws: JSONError.self) { try JSONParser.parse(Array(#"{"q":{"k":1,"k":2},"p":{}}"#.utf8), capturing: Self.paths) }
+        #expect(throws: JSONError.self) { try JSONParser.parse(Array(#"{"q":1e400,"p":{}}"#.utf8), capturing: Self.paths) }
     }
 
     static var documents: [[UInt8]] {

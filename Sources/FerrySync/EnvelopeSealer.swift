@@ -122,9 +122,11 @@ public struct EnvelopeSealer: Sendable {
                 throw .invalidBody("the payload could not be read")   // every object at "p" is captured
             }
             let range = captures[i].range
-            // The capture left duplicate keys and number ranges unchecked.
-            do { _ = try JSONParser.validate(plaintext[range], limits: limits) } catch {
-                throw .invalidBody("the payload is not valid JSON: \(error.description)")
+            // A capture that is not clean holds a duplicate key or a number out of range.
+            if !captures[i].isClean {
+                do { _ = try JSONParser.validate(plaintext[range], limits: limits) } catch {
+                    throw .invalidBody("the payload is not valid JSON: \(error.description)")
+                }
             }
             let prefix = bodyPrefix(entity: entity, id: id)
             let suffix = bodySuffix(attachments: attachments)

@@ -75,7 +75,7 @@ struct EngineAPI: Sendable {
         for state in await sync.states() where space == nil || state.space == space {
             let t = state.info
             let (pending, push, cursor) = try await run { () throws(FerryError) in
-                (try store.pending(space: state.space, transport: t.name, limit: 100_000).count,
+                (try store.pendingCount(space: state.space, transport: t.name),
                  try store.progress(space: state.space, key: "push:" + t.name),
                  try store.progress(space: state.space, key: "cursor:" + t.name))
             }

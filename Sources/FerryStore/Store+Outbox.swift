@@ -182,6 +182,24 @@ extension Store {
         }
     }
 
+    /// How many records `pending` would give the transport in all, counted without reading
+    /// them (a status with a backlog of millions answers at once).
+    public func pendingCount(space: String = Store.privateSpace, transport: String) throws(FerryError) -> Int {
+        let sid = try catalog.sid(space)
+        return try read("counting the outbox") { db in
+            let statement = try db.cached("""
+                SELECT count(*) FROM outbox o JOIN records r ON r.rid = o.rid
+                LEFT JOIN outbox_delivery d ON d.rid = o.rid AND d.transport = ?2
+                WHERE o.sid = ?1
+                  AND (d.rid IS NULL OR ((d.acked_hlc IS NULL OR d.acked_hlc < r.hlc)
+                                     AND (d.error_hlc IS NULL OR d.error_hlc < r.hlc)))
+                """)
+            defer { statement.reset() }
+            statement.bind(1, sid); statement.bind(2, transport)
+            return try statement.step() ? Int(statement.int64(0)) : 0
+        }
+    }
+
     /// A transport saved these versions (or later ones). Entries every configured transport has
     /// acknowledged are pruned.
     public func acknowledge(space: String = Store.privateSpace, transport: String,

@@ -16,6 +16,34 @@ import Testing
         #expect(try store.outbox().count == 1)
     }
 
+    /// `pendingCount` counts what `pending` gives, through queueing, acknowledgements, a
+    /// rejection and a change after it, and a transport added later.
+    @Test func pendingCountCountsWhatPendingGives() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.addTransport(name: "folder", kind: "folder")
+        func check(_ context: String) throws {
+            for t in try store.transports() {
+                #expect(try store.pendingCount(transport: t.name) == store.pending(transport: t.name, limit: 10_000).count, "\(t.name): \(context)")
+            }
+        }
+        try check("empty")
+        var records: [Record] = []
+        for i in 0..<30 { records.append(try store.put(entity: "note", id: "N\(i)", payload: #"{"i":\#(i)}"#)) }
+        try check("30 queued")
+        #expect(try store.pendingCount(transport: "folder") == 30)
+        try store.acknowledge(transport: "folder", records.prefix(10).map { ($0.version.key, $0.hlc) })
+        try store.reject(space: Store.privateSpace, transport: "folder", key: records[10].version.key, hlc: records[10].hlc, error: "no")
+        try check("10 acknowledged, 1 refused")
+        #expect(try store.pendingCount(transport: "folder") == 19)
+        _ = try store.put(entity: "note", id: "N10", payload: #"{"i":"again"}"#)
+        try check("the refused one changed")
+        #expect(try store.pendingCount(transport: "folder") == 20)
+        try store.addTransport(name: "relay", kind: "relay")
+        try check("a second transport")
+        #expect(try store.pendingCount(transport: "relay") == 30)
+    }
+
     @Test func prunedOnlyWhenEveryTransportAcknowledged() throws {
         let dir = TempDir()
         let store = try makeStore(dir)

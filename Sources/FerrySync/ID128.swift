@@ -39,15 +39,12 @@ public struct ID128: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     /// The 16 big-endian bytes.
     public var bytes: [UInt8] {
-        var out = [UInt8]()
-        out.reserveCapacity(16)
-        append(to: &out)
-        return out
+        withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) { Array($0) }
     }
 
+    /// Appends the 16 big-endian bytes.
     public func append(to out: inout [UInt8]) {
-        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: high >> UInt64(shift))) }
-        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: low >> UInt64(shift))) }
+        withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) { out.append(contentsOf: $0) }
     }
 
     /// 32 lowercase hex digits.

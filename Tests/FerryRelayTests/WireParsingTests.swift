@@ -1,4 +1,5 @@
 import FerryJSON
+import Foundation
 import FerryModel
 @testable import FerryRelay
 import FerrySync
@@ -113,6 +114,32 @@ import Testing
         #expect(Base64.decode("Q===".utf8) == nil)
         #expect(Base64.decode("QQ=A".utf8) == nil)
         #expect(Base64.decode("QQ-_".utf8) == nil)
+    }
+
+    /// Decoding refuses a character outside the alphabet at every position, takes every
+    /// two- and three-character tail whose unused bits are zero and no other, and agrees with
+    /// Foundation's decoder on what both take.
+    @Test func base64DecodingChecksEveryCharacterAndTail() {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        let text = Array(Base64.encode((0..<200).map { UInt8(truncatingIfNeeded: $0 &* 37) }).utf8)
+        for i in 0..<text.count where text[i] != UInt8(ascii: "=") {
+            for bad in [UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: " "), 0, 0x80, 0xFF] {
+                var mutated = text
+                mutated[i] = bad
+                #expect(Base64.decode(mutated) == nil, "\(bad) at \(i)")
+            }
+        }
+        for a in alphabet {
+            for b in alphabet {
+                let padded = Array("QUJD".utf8) + [a, b, UInt8(ascii: "="), UInt8(ascii: "=")]
+                let expected = Data(base64Encoded: Data(padded)).map { [UInt8]($0) }
+                let decoded = Base64.decode(padded)
+                if decoded != nil { #expect(decoded == expected) }
+                #expect((decoded != nil) == ((alphabet.firstIndex(of: b)! & 0xF) == 0), "\(padded)")
+                let three = Array("QUJD".utf8) + [a, b, UInt8(ascii: "A"), UInt8(ascii: "=")]
+                #expect(Base64.decode(three) == Data(base64Encoded: Data(three)).map { [UInt8]($0) })
+            }
+        }
     }
 
     @Test func tokens() {

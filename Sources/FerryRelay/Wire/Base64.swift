@@ -59,24 +59,43 @@ public enum Base64 {
     }
 
     /// Unpadded groups: a 2- or 3-character tail carries 1 or 2 bytes, whose unused bits must
-    /// be zero (so each byte string has exactly one text form).
+    /// be zero (so each byte string has exactly one text form). Whole groups are decoded four
+    /// characters at a time.
     private static func decode(_ chars: [UInt8], values: [UInt8]) -> [UInt8]? {
-        var out: [UInt8] = []
-        out.reserveCapacity(chars.count * 3 / 4)
-        var acc: UInt32 = 0
-        var bits = 0
-        for c in chars {
-            let v = values[Int(c)]
-            guard v != 0xFF else { return nil }
-            acc = acc << 6 | UInt32(v)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: acc >> UInt32(bits)))
-                acc &= (1 << UInt32(bits)) - 1
+        let n = chars.count
+        let tail = n % 4
+        guard tail != 1 else { return nil }
+        let size = n / 4 * 3 + (tail == 0 ? 0 : tail - 1)
+        var ok = true
+        let out = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            count = 0
+            chars.withUnsafeBufferPointer { c in
+                values.withUnsafeBufferPointer { v in
+                    var i = 0, o = 0
+                    while i + 4 <= n {
+                        let a = v[Int(c[i])], b = v[Int(c[i + 1])], d2 = v[Int(c[i + 2])], d3 = v[Int(c[i + 3])]
+                        // Every value is below 64; 0xFF marks a character outside the alphabet.
+                        guard (a | b | d2 | d3) & 0xC0 == 0 else { ok = false; return }
+                        let word = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(d2) << 6 | UInt32(d3)
+                        buffer[o] = UInt8(truncatingIfNeeded: word >> 16)
+                        buffer[o + 1] = UInt8(truncatingIfNeeded: word >> 8)
+                        buffer[o + 2] = UInt8(truncatingIfNeeded: word)
+                        i += 4
+                        o += 3
+                    }
+                    if tail > 0 {
+                        let a = v[Int(c[i])], b = v[Int(c[i + 1])], d2 = tail == 3 ? v[Int(c[i + 2])] : 0
+                        guard (a | b | d2) & 0xC0 == 0 else { ok = false; return }
+                        let word = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(d2) << 6
+                        // The bits past the last whole byte must be zero.
+                        guard word & (tail == 2 ? 0xFFFF : 0xFF) == 0 else { ok = false; return }
+                        buffer[o] = UInt8(truncatingIfNeeded: word >> 16)
+                        if tail == 3 { buffer[o + 1] = UInt8(truncatingIfNeeded: word >> 8) }
+                    }
+                }
             }
+            count = ok ? size : 0
         }
-        guard acc == 0 else { return nil }
-        return out
+        return ok ? out : nil
     }
 }

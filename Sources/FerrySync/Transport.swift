@@ -27,6 +27,7 @@ public protocol Transport: AnyObject, Sendable {
     func pull(after cursor: String?, limit: Int, wait: Duration) async throws(TransportFailure) -> PullPage
 
     /// Stores a sealed attachment blob read from the file at `path` under `key`. Idempotent.
+    /// A blob over the host's size limit throws `.tooLarge`.
     func putBlob(key: BlobKey, from path: String) async throws(TransportFailure)
 
     /// Whether a blob is stored under `key`.
@@ -123,7 +124,8 @@ public enum TransportFailure: Error, Sendable, Equatable, CustomStringConvertibl
     case rejected(String)
     /// The request is over the host's size limit (a push whose body is bigger than the host
     /// takes): the engine pushes the batch again in halves, and records an envelope refused
-    /// this way on its own as rejected by the transport.
+    /// this way on its own as rejected by the transport. A blob refused this way rejects the
+    /// versions that reference it, and the rest of the batch goes on.
     case tooLarge(String)
     /// The host no longer holds what this device sent it or read from it (it was restored
     /// from an older backup, or wiped): the engine starts the transport over, queueing every

@@ -223,6 +223,26 @@ import Testing
         _ = relay   // running until here
     }
 
+    /// An attachment over the relay's MaxBlobBytes rejects its record for the relay, with
+    /// what to do, and every other record of the batch arrives.
+    @Test func anAttachmentTooLargeForTheRelayRejectsItsRecordAndTheRestArrive() async throws {
+        let (relay, devices, _) = try await Self.setUp(2, storage: "sqlite", relayConfig: "MaxBlobBytes=4096")
+        let (a, b) = (devices[0], devices[1])
+        let photo = try await a.client().putAttachment(data: [UInt8](repeating: 42, count: 20_000))
+        var items = (0..<50).map { PutItem(entity: "note", id: "n\($0)", payload: ["i": .int(Int64($0))]) }
+        items.insert(PutItem(entity: "note", id: "photo", payload: [:], attachments: [photo.sha256]), at: 25)
+        _ = try await a.client().putMany(items)
+        #expect(try await eventually(.seconds(30)) { try await b.records().count == 50 }, "\(a.logTail)\n--- relay:\n\(relay.log)")
+        #expect(try await b.records()["photo"] == nil)
+        #expect(try await eventually(.seconds(30)) { try await !a.client().outbox(errorsOnly: true).isEmpty })
+        let errors = try await a.client().outbox(errorsOnly: true)
+        #expect(errors.map(\.id) == ["photo"], "\(errors)")
+        let refusal = try #require(errors.first?.deliveries.first { $0.transport == "relay" }?.error)
+        #expect(refusal.contains("is too large for relay") && refusal.contains("MaxBlobBytes"), "\(refusal)")
+        #expect(try await a.transport("relay")?.problem == nil)
+        _ = relay   // running until here
+    }
+
     @Test(arguments: RelaySyncTests.backends) func compactionWhileADeviceIsOfflineSkipsNothingThatSurvives(_ storage: String) async throws {
         let (relay, devices, owner) = try await Self.setUp(2, storage: storage)
         let (a, b) = (devices[0], devices[1])

@@ -20,6 +20,9 @@ final class MemoryLog: Sendable {
         var maxPushBytes: Int?
         /// Pushes refused as too large.
         var tooLarge = 0
+        /// When set, a blob of more bytes is refused with `.tooLarge`, as ferry-relay refuses
+        /// one over its `MaxBlobBytes`.
+        var maxBlobBytes: Int?
         /// When set, blobs put are kept but not shown (`hasBlob` and `getBlob` answer that none
         /// is there) until it is cleared: as a synced folder's blob files that the sync tool
         /// copies over after the segments that reference them.
@@ -130,6 +133,9 @@ final class MemoryTransport: Transport {
     func putBlob(key: BlobKey, from path: String) async throws(TransportFailure) {
         try check()
         guard let bytes = FileManager.default.contents(atPath: path) else { throw .unavailable("cannot read \(path)") }
+        if let limit = log.state.withLock({ $0.maxBlobBytes }), bytes.count > limit {
+            throw .tooLarge("the blob is \(bytes.count) bytes; the limit is \(limit)")
+        }
         log.state.withLock { $0.blobs[key] = Array(bytes) }
     }
 

@@ -242,6 +242,35 @@ final class EngineDevice: Sendable {
         #expect(try await eventually { try a.store.outbox().isEmpty })
     }
 
+    /// An attachment the host refuses as too large rejects the records that reference it, for
+    /// that transport, and the rest of their batch goes on; a later version that references a
+    /// blob that fits is offered again and arrives with it.
+    @Test func anAttachmentTooLargeForTheHostRejectsItsRecordAndTheRestGoesOn() async throws {
+        let log = MemoryLog()
+        log.state.withLock { $0.maxBlobBytes = 4096 }
+        let (a, b) = try await Self.pair(log: log)
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        let big = try a.store.putAttachment([UInt8](repeating: 7, count: 10_000))
+        var requests = (0..<20).map { PutRequest(entity: "note", id: "n\($0)", payload: #"{"i":\#($0)}"#) }
+        requests.insert(PutRequest(entity: "note", id: "photo", payload: "{}", attachments: [big.sha256]), at: 10)
+        _ = try a.store.putMany(requests)
+        #expect(try await eventually { try (0..<20).allSatisfy { try b.store.get(entity: "note", id: "n\($0)") != nil } })
+        #expect(try await eventually { try !a.store.outbox(errorsOnly: true).isEmpty })
+        let errors = try a.store.outbox(errorsOnly: true)
+        #expect(errors.map(\.id) == ["photo"])
+        let refusal = try #require(errors.first?.deliveries.first { $0.transport == "m" }?.error)
+        #expect(refusal.hasPrefix("attachment \(big.sha256.prefix(12))… is too large for m: ") && refusal.contains("the limit is 4096"),
+                "\(refusal)")
+        #expect(try b.store.get(entity: "note", id: "photo") == nil)
+        #expect(await eventually { a.engine.health.first?.refused == 1 })
+        #expect(a.engine.health.first?.problem == nil)
+        let small = try a.store.putAttachment(Array("a small photo".utf8))
+        _ = try a.store.put(entity: "note", id: "photo", payload: "{}", attachments: [small.sha256])
+        #expect(try await eventually { try b.store.get(entity: "note", id: "photo")?.attachments == [small.sha256] })
+        #expect(try await eventually { try b.store.attachment(small.sha256)?.present == true })
+        #expect(try await eventually { try a.store.outbox().isEmpty })
+    }
+
     /// A push round with nothing to push asks the host nothing, so it is no success: a host
     /// that refuses every pull never shows a last success, however many idle rounds pass.
     @Test func anEmptyOutboxIsNoSuccess() async throws {

@@ -164,6 +164,10 @@ final class TransportRunner: Sendable {
         /// The batch stopped at the byte limit before the page's end: the next batch must
         /// start over from the outbox's beginning, not after `lastOutboxSeq`.
         var cutShort: Bool
+        /// Versions left out of `envelopes` because the transport refused an attachment they
+        /// reference as too large, with the reason: rejected when the batch's outcomes are
+        /// recorded, so they wait for a later version instead of holding every record back.
+        var refused: [(RecordVersion, String)] = []
     }
 
     /// Pushes what the outbox holds for the transport, batch after batch, and returns when it
@@ -210,15 +214,19 @@ final class TransportRunner: Sendable {
                 await abandon()
                 throw error
             }
-            pushed = true
-            succeeded(.push)
+            if !batch.envelopes.isEmpty {
+                pushed = true
+                succeeded(.push)
+            }
         }
     }
 
-    /// Starts pushing a batch; the task's value is the transport's answer.
+    /// Starts pushing a batch; the task's value is the transport's answer (nothing is sent for
+    /// a batch whose every version was left out).
     private func send(_ batch: PreparedBatch) -> Task<Result<[PushOutcome], TransportFailure>, Never> {
         let transport = self.transport, envelopes = batch.envelopes
         return Task {
+            if envelopes.isEmpty { return .success([]) }
             do throws(TransportFailure) {
                 return .success(try await Self.push(envelopes[...], to: transport))
             } catch {
@@ -265,10 +273,24 @@ final class TransportRunner: Sendable {
             bytes += size
             last = item.outboxSeq
         }
-        try await uploadAttachments(of: versions)
         let cutShort = versions.count < pending.count
+        let tooLarge = try await uploadAttachments(of: versions)
+        var refused: [(RecordVersion, String)] = []
+        if !tooLarge.isEmpty {
+            var kept: [Envelope] = [], keptVersions: [RecordVersion] = []
+            for (envelope, version) in zip(batch, versions) {
+                if let sha = version.attachments.first(where: { tooLarge[$0] != nil }), let why = tooLarge[sha] {
+                    refused.append((version, "attachment \(sha.prefix(12))… is too large for \(name): \(why)"))
+                } else {
+                    kept.append(envelope)
+                    keptVersions.append(version)
+                }
+            }
+            batch = kept
+            versions = keptVersions
+        }
         return PreparedBatch(envelopes: batch, versions: versions, lastOutboxSeq: last,
-                             more: cutShort || pending.count >= limit, cutShort: cutShort)
+                             more: cutShort || pending.count >= limit, cutShort: cutShort, refused: refused)
     }
 
     /// Records a pushed batch's outcomes in the outbox: acknowledged, or refused for good.
@@ -278,7 +300,7 @@ final class TransportRunner: Sendable {
             throw .transport(.unavailable("the transport answered \(outcomes.count) outcomes for \(batch.envelopes.count) envelopes"))
         }
         var acks: [(key: RecordKey, hlc: Stamp)] = []
-        var refusals: [(RecordVersion, String)] = []
+        var refusals: [(RecordVersion, String)] = batch.refused
         for (version, outcome) in zip(batch.versions, outcomes) {
             switch outcome {
             case .accepted, .duplicate: acks.append((version.key, version.hlc))
@@ -306,10 +328,12 @@ final class TransportRunner: Sendable {
 
     /// Seals and uploads the attachments `versions` reference that the transport lacks.
     /// Attachments whose bytes are not on this device are skipped: the device that has them
-    /// uploads them.
-    private func uploadAttachments(of versions: [RecordVersion]) async throws(SyncFailure) {
+    /// uploads them. Returns the attachments the transport refused as too large, with its
+    /// reason (the versions referencing them are rejected; any other failure is thrown).
+    private func uploadAttachments(of versions: [RecordVersion]) async throws(SyncFailure) -> [String: String] {
+        var tooLarge: [String: String] = [:]
         for version in versions where !version.attachments.isEmpty {
-            for sha in version.attachments {
+            for sha in version.attachments where tooLarge[sha] == nil {
                 let key = keys.blobKey(sha256: sha)
                 if uploadedBlobs.withLock({ $0.contains(key) }) { continue }
                 guard let path = store.attachmentPath(sha) else { continue }
@@ -322,10 +346,17 @@ final class TransportRunner: Sendable {
                 let sealed = scratchPath("up")
                 defer { unlink(sealed) }
                 do { try blobs.seal(file: path, to: sealed) } catch { throw .local("sealing attachment \(sha.prefix(12)): \(error)") }
-                do { try await transport.putBlob(key: key, from: sealed) } catch { throw .transport(error) }
+                do { try await transport.putBlob(key: key, from: sealed) } catch {
+                    if case .tooLarge(let why) = error {
+                        tooLarge[sha] = why
+                        continue
+                    }
+                    throw .transport(error)
+                }
                 uploadedBlobs.withLock { _ = $0.insert(key) }
             }
         }
+        return tooLarge
     }
 
     // MARK: Pull

@@ -118,7 +118,11 @@ public final class RelayTransport: Transport {
         }
         guard let response = reply.1 as? HTTPURLResponse else { throw .unavailable("uploading a blob: not an HTTP reply") }
         if !(200..<300).contains(response.statusCode) {
-            throw RelayHTTP.failure(.init(status: response.statusCode, body: reply.0, headers: [:]), what: "uploading a blob", base: base)
+            let failure = RelayHTTP.failure(.init(status: response.statusCode, body: reply.0, headers: [:]), what: "uploading a blob", base: base)
+            if case .tooLarge(let why) = failure {
+                throw .tooLarge(why + "; ask the relay's operator to raise MaxBlobBytes in ferry-relay.conf, or attach a smaller file")
+            }
+            throw failure
         }
     }
 

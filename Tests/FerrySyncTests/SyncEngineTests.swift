@@ -140,6 +140,40 @@ final class EngineDevice: Sendable {
         #expect(try b.store.missingAttachments().isEmpty)
     }
 
+    /// A blob that is there but refused (a torn copy a sync tool is still writing) is waited for
+    /// like one not there yet, then looked for again soon: once whole, it is stored, without a
+    /// SyncNow and long before the missing-attachments loop's longest wait.
+    @Test func aTornBlobIsLookedForAgainOnceWhole() async throws {
+        let log = MemoryLog()
+        log.state.withLock { $0.blobsHidden = true }
+        let a = try EngineDevice(logs: ["shared": log])
+        let b = try EngineDevice(logs: ["shared": log], configure: { options in
+            options.attachmentWait = .milliseconds(300)
+            options.attachmentRetry = .milliseconds(200)
+            options.attachmentRetryMax = .seconds(120)
+        })
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        await a.engine.reconcile()
+        try await b.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
+        try await b.add("m", log: "shared")
+        // b's first look finds nothing missing, so its next would be the longest wait away.
+        try await Task.sleep(for: .milliseconds(400))
+        try await a.add("m", log: "shared")
+        let bytes = [UInt8](repeating: 9, count: 50_000)
+        let info = try a.store.putAttachment(bytes)
+        _ = try a.store.put(entity: "doc", id: "d1", payload: "{}", attachments: [info.sha256])
+        #expect(try await eventually { try log.state.withLock { !$0.blobs.isEmpty } && a.store.outbox().isEmpty })
+        let whole = try #require(log.state.withLock { $0.blobs.values.first })
+        let key = try #require(log.state.withLock { $0.blobs.keys.first })
+        log.state.withLock { $0.blobs[key] = Array(whole.prefix(1000)); $0.blobsHidden = false }
+        #expect(try await eventually { try b.store.get(entity: "doc", id: "d1") != nil })
+        #expect(try b.store.attachment(info.sha256)?.present == false)
+        #expect(b.engine.health.first.map { $0.refused > 0 } == true)
+        log.state.withLock { $0.blobs[key] = whole }
+        #expect(try await eventually(.seconds(10)) { try b.store.attachment(info.sha256)?.present == true })
+        #expect(try b.store.readAttachment(info.sha256) == bytes)
+    }
+
     /// Bytes that are here but not recorded (a crash between writing the file and recording
     /// it) are checked and recorded by the next look, without the transport.
     @Test func anAttachmentFileThatIsHereButNotRecordedIsRecorded() async throws {

@@ -537,7 +537,9 @@ final class TransportRunner: Sendable {
         for version in versions where !version.attachments.isEmpty {
             for sha in version.attachments {
                 if store.attachmentPath(sha) != nil { continue }
-                if try await fetchAttachment(sha, of: "\(version.entity)/\(version.id)") != .notThere {
+                // A blob refused (a torn copy a sync tool is still writing, or damaged) is waited
+                // for like one not there yet, and then looked for again later.
+                if try await fetchAttachment(sha, of: "\(version.entity)/\(version.id)") == .stored {
                     missingSince.withLock { _ = $0.removeValue(forKey: sha) }
                     continue
                 }

@@ -71,6 +71,7 @@ public enum Daemon {
         }
         let hub = WatchHub(lastSeq: store.lastSeq)
         let feed = ChangeFeed(store: store, hub: hub)
+        let relayTimeout = Duration.seconds(config.relayTimeoutSeconds)
         let sync = SyncEngine(store: store, options: config.syncOptions, log: SyncLog { level, message, fields in
             switch level {
             case .error: logger.error(message, fields)
@@ -80,7 +81,7 @@ public enum Daemon {
             case .debug: logger.debug(message, fields)
             }
         }, makeTransport: { info, keys, node throws(TransportFailure) in
-            try TransportConfiguration.transport(info, keys: keys, device: node, store: store)
+            try TransportConfiguration.transport(info, keys: keys, device: node, store: store, relayTimeout: relayTimeout)
         })
         let engine = EngineLoop(store: store, logger: logger, watchdogTimeout: SystemdNotifier.watchdogTimeout) {
             EngineState.summary(sync.health, paused: sync.isPaused)

@@ -17,7 +17,7 @@ extension DaemonConfiguration {
             ("API", [("WatchBufferBytes", String(watchBufferBytes)), ("SlowWatcherGraceSeconds", seconds(slowWatcherGraceSeconds)),
                      ("MaxConnections", String(maxConnections))]),
             ("Sync", [("PollIntervalSeconds", String(pollIntervalSeconds)), ("DebounceMilliseconds", String(debounceMilliseconds)),
-                      ("AttachmentWaitSeconds", String(attachmentWaitSeconds))]),
+                      ("AttachmentWaitSeconds", String(attachmentWaitSeconds)), ("RelayTimeoutSeconds", String(relayTimeoutSeconds))]),
         ]
         for t in transports {
             var keys = [("Kind", t.kind), ("Location", t.location), ("Space", t.space)]

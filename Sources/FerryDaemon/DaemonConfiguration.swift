@@ -35,6 +35,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var pollIntervalSeconds: Int = 30
     public var debounceMilliseconds: Int = 10
     public var attachmentWaitSeconds: Int = 120
+    public var relayTimeoutSeconds: Int = 60
     // [Transport NAME] sections, in file order.
     public var transports: [DeclaredTransport] = []
 
@@ -167,6 +168,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case ("Sync", "PollIntervalSeconds"): pollIntervalSeconds = try int(1 ... 86_400)
         case ("Sync", "DebounceMilliseconds"): debounceMilliseconds = try int(0 ... 10_000)
         case ("Sync", "AttachmentWaitSeconds"): attachmentWaitSeconds = try int(0 ... 86_400)
+        case ("Sync", "RelayTimeoutSeconds"): relayTimeoutSeconds = try int(2 ... 3600)
         default:
             let known = DaemonConfiguration.knownKeys[e.section]
             if known == nil {
@@ -181,7 +183,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         "Store": ["Durability", "ImmutableEntities", "MaxPayloadBytes", "MaxBatch", "ConflictHistory", "MaxDriftSeconds",
                   "MaxAttachmentBytes", "AttachmentGraceSeconds"],
         "API": ["WatchBufferBytes", "SlowWatcherGraceSeconds", "MaxConnections"],
-        "Sync": ["PollIntervalSeconds", "DebounceMilliseconds", "AttachmentWaitSeconds"],
+        "Sync": ["PollIntervalSeconds", "DebounceMilliseconds", "AttachmentWaitSeconds", "RelayTimeoutSeconds"],
         "Transport NAME": ["Kind", "Location", "Space", "Token"],
     ]
 
@@ -216,6 +218,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
             && a.attachmentGraceSeconds == b.attachmentGraceSeconds && a.watchBufferBytes == b.watchBufferBytes
             && a.slowWatcherGraceSeconds == b.slowWatcherGraceSeconds && a.maxConnections == b.maxConnections
             && a.pollIntervalSeconds == b.pollIntervalSeconds && a.debounceMilliseconds == b.debounceMilliseconds
-            && a.attachmentWaitSeconds == b.attachmentWaitSeconds && a.transports == b.transports
+            && a.attachmentWaitSeconds == b.attachmentWaitSeconds && a.relayTimeoutSeconds == b.relayTimeoutSeconds
+            && a.transports == b.transports
     }
 }

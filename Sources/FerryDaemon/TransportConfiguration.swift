@@ -78,8 +78,10 @@ enum TransportConfiguration {
     }
 
     /// Builds the transport a kept configuration describes. A folder transport keeps what it
-    /// remembers about its own files in `store` (progress values of its space).
-    static func transport(_ info: TransportInfo, keys: OwnerKeys, device: NodeID, store: Store) throws(TransportFailure) -> any Transport {
+    /// remembers about its own files in `store` (progress values of its space); a relay
+    /// transport gives up a request after `relayTimeout` without progress.
+    static func transport(_ info: TransportInfo, keys: OwnerKeys, device: NodeID, store: Store,
+                          relayTimeout: Duration = RelayTransport.defaultTimeout) throws(TransportFailure) -> any Transport {
         switch info.kind {
         case "folder":
             guard let path = location(of: info) else { throw .rejected("the folder transport \(info.name) has no path; add it again") }
@@ -88,7 +90,7 @@ enum TransportConfiguration {
             guard let location = location(of: info), let url = URL(string: location), let token = token(of: info) else {
                 throw .rejected("the relay transport \(info.name) has no URL or token; add it again")
             }
-            return RelayTransport(name: info.name, url: url, owner: keys.owner, token: token, device: device)
+            return RelayTransport(name: info.name, url: url, owner: keys.owner, token: token, device: device, requestTimeout: relayTimeout)
         default:
             throw .rejected("unknown transport kind \"\(info.kind)\" (this ferryd knows \(kinds.joined(separator: ", "))); remove it or update ferryd")
         }

@@ -20,6 +20,9 @@ final class FaultProxy: @unchecked Sendable {
         case dropResponse(afterBytes: Int)
         /// Hold each chunk, both ways, this long before forwarding it.
         case delay(milliseconds: Int)
+        /// Forward requests at this many bytes a second (responses pass): a slow uplink, whose
+        /// sender sees its body taken into socket buffers at once and then no progress.
+        case throttleRequests(bytesPerSecond: Int)
     }
 
     let port: Int
@@ -162,6 +165,18 @@ final class FaultProxy: @unchecked Sendable {
             default: break
             }
             carried += chunk.count
+            if request, case .throttleRequests(let rate) = current {
+                // A twentieth of a second's worth at a time.
+                let slice = max(1, rate / 20)
+                var offset = 0
+                while offset < chunk.count {
+                    let end = min(offset + slice, chunk.count)
+                    if !sendAll(to, Array(chunk[offset..<end])) { link.cut(); return }
+                    offset = end
+                    usleep(50_000)
+                }
+                continue
+            }
             if !sendAll(to, chunk) { link.cut(); return }
             if cutAfter {
                 lock.withLock { cutCount += 1 }

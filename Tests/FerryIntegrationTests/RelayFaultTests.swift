@@ -12,12 +12,12 @@ import Testing
 @Suite(.serialized) struct RelayFaultTests {
     /// A relay with an owner, and devices `a` and `b` of it whose relay transport goes to
     /// `location(relay)` (the relay itself, or a proxy in front of it).
-    static func setUp(through location: (RelayHarness) throws -> String = { $0.url })
+    static func setUp(relayTimeoutSeconds: Int = 60, through location: (RelayHarness) throws -> String = { $0.url })
         async throws -> (relay: RelayHarness, a: SyncDevice, b: SyncDevice, owner: String, token: String) {
         let relay = try RelayHarness()
         try relay.start()
         let url = try location(relay)
-        let a = try SyncDevice("a"), b = try SyncDevice("b")
+        let a = try SyncDevice("a", relayTimeoutSeconds: relayTimeoutSeconds), b = try SyncDevice("b")
         try a.start()
         try b.start()
         let owner = try #require(try await a.client().spaces().first { $0.name == "private" }?.owner)
@@ -288,6 +288,34 @@ import Testing
         let pulledAfterRestart = try await a.transport("relay")?.pulled ?? 0
         #expect(pulledAfterRestart <= 3, "a pulled \(pulledAfterRestart) versions after a normal restart")
         #expect(a.harness.isRunning && b.harness.isRunning)
+    }
+
+    /// A push on a slow uplink (its body is taken into socket buffers at once and then trickles
+    /// out, so no progress shows until the relay answers) times out; the transport sends fewer
+    /// envelopes per push from then on, and every record gets through, exactly once.
+    @Test func aSlowUplinkStillGetsEveryRecordThrough() async throws {
+        var proxy: FaultProxy?
+        let (relay, a, b, owner, token) = try await Self.setUp(relayTimeoutSeconds: 3) { relay in
+            let p = try FaultProxy(upstreamPort: relay.port)
+            proxy = p
+            return p.url
+        }
+        let link = try #require(proxy)
+        defer { link.stop() }
+        link.set(.throttleRequests(bytesPerSecond: 60_000))
+        // About 290 KB in one write, so in one push: 5 s at 60 KB/s, over A's 3 s timeout.
+        let items = (0..<600).map { i in
+            PutItem(entity: "note", id: "s\(i)", payload: ["i": .int(Int64(i)), "pad": .string(String(repeating: "x", count: 200))])
+        }
+        _ = try await a.client().putMany(items)
+        try await Self.expectExactlyOnce(relay, a, b, owner: owner, token: token, expected: 600)
+        let pushes = link.capturedRequests.flatMap(CapturedRequest.parse)
+            .filter { $0.method == "POST" && $0.target.hasSuffix("/events") }
+        let sizes = pushes.map { push in
+            ((try? JSONSerialization.jsonObject(with: Data(push.body)) as? [String: Any])?["events"] as? [Any])?.count ?? 0
+        }
+        // One write is one batch: a push of 300 or fewer happens only when one timed out.
+        #expect(sizes.contains { $0 > 0 && $0 <= 300 }, "pushes of \(sizes) envelopes")
     }
 
     @Test func aReplayedPushIsADuplicateAndStoredOnce() async throws {

@@ -9,10 +9,11 @@ final class SyncDevice: @unchecked Sendable {
     let name: String
     let harness: DaemonHarness
 
-    init(_ name: String, pollSeconds: Int = 2, attachmentWaitSeconds: Int = 20) throws {
+    init(_ name: String, pollSeconds: Int = 2, attachmentWaitSeconds: Int = 20, relayTimeoutSeconds: Int = 60) throws {
         self.name = name
         harness = try DaemonHarness(
-            config: "[Store]\nDurability=normal\n[Sync]\nPollIntervalSeconds=\(pollSeconds)\nAttachmentWaitSeconds=\(attachmentWaitSeconds)\n",
+            config: "[Store]\nDurability=normal\n[Sync]\nPollIntervalSeconds=\(pollSeconds)\nAttachmentWaitSeconds=\(attachmentWaitSeconds)\n"
+                + "RelayTimeoutSeconds=\(relayTimeoutSeconds)\n",
             name: "sync-" + name)
     }
 

@@ -26,10 +26,13 @@ struct RelayHTTP: Sendable {
         var headers: [String: String]
     }
 
-    /// A session for relay requests: no cookies, no cache, a few connections per relay.
-    static func makeSession() -> URLSession {
+    /// A session for relay requests: no cookies, no cache, a few connections per relay, and
+    /// requests given up after `timeout` without progress (bytes sent or received).
+    /// FoundationNetworking times requests by their session's `timeoutIntervalForRequest` alone
+    /// (a request's own `timeoutInterval` is not used), so a session is made per timeout.
+    static func makeSession(timeout: Duration = RelayTransport.defaultTimeout) -> URLSession {
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 90
+        configuration.timeoutIntervalForRequest = Double(timeout.components.seconds)
         configuration.httpMaximumConnectionsPerHost = 4
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         // No cache at all: FoundationNetworking reads one on a queue of its own before a
@@ -51,9 +54,8 @@ struct RelayHTTP: Sendable {
         return components.url!
     }
 
-    func request(_ method: String, _ path: String, query: [(String, String)] = [], json: JSONValue? = nil,
-                 timeout: TimeInterval = 60) -> URLRequest {
-        var r = URLRequest(url: url(path, query: query), timeoutInterval: timeout)
+    func request(_ method: String, _ path: String, query: [(String, String)] = [], json: JSONValue? = nil) -> URLRequest {
+        var r = URLRequest(url: url(path, query: query))
         r.httpMethod = method
         if let token { r.setValue("Bearer " + token, forHTTPHeaderField: "Authorization") }
         if let json {
@@ -66,13 +68,23 @@ struct RelayHTTP: Sendable {
     /// Sends `request`; returns the reply of a 2xx or 404 status, throws the mapped failure
     /// for anything else (with what to do, unless `advice` is false: then the caller says it).
     func send(_ request: URLRequest, what: String, advice: Bool = true) async throws(TransportFailure) -> Reply {
+        guard let reply = try await sendUnlessTimedOut(request, what: what, advice: advice) else {
+            throw .unavailable(timedOut(what))
+        }
+        return reply
+    }
+
+    /// `send`, but nil when the request timed out (no progress for the session's timeout), for
+    /// a caller that tries again with less.
+    func sendUnlessTimedOut(_ request: URLRequest, what: String, advice: Bool = true) async throws(TransportFailure) -> Reply? {
         let data: Data
         let response: URLResponse
         do {
             (data, response) = try await SessionCall.data(session, request)
         } catch {
             if Task.isCancelled { throw .unavailable("\(what): cancelled") }
-            throw .unavailable("\(what): cannot reach the relay at \(base.absoluteString): \(error.localizedDescription); check the URL and the network")
+            if (error as? URLError)?.code == .timedOut { return nil }
+            throw .unavailable(unreachable(what, error))
         }
         guard let http = response as? HTTPURLResponse else { throw .unavailable("\(what): not an HTTP reply") }
         var headers: [String: String] = [:]
@@ -84,6 +96,36 @@ struct RelayHTTP: Sendable {
         throw Self.failure(reply, what: what, base: base, sentToken: token != nil, advice: advice)
     }
 
+    /// What a request that timed out says.
+    func timedOut(_ what: String) -> String {
+        "\(what): the relay at \(base.absoluteString) did not answer for \(Int(session.configuration.timeoutIntervalForRequest)) s; "
+            + "the link may be slow or stalled, or ferry-relay stuck: check the network and the relay (RelayTimeoutSeconds in ferryd.conf sets the wait)"
+    }
+
+    /// What a request that got no HTTP reply says: the network's reason in words, and what to
+    /// check.
+    func unreachable(_ what: String, _ error: any Error) -> String {
+        "\(what): cannot reach the relay at \(base.absoluteString): \(Self.reason(error)); check the URL and the network"
+    }
+
+    /// A network failure in words (FoundationNetworking on Linux describes them only by number).
+    static func reason(_ error: any Error) -> String {
+        guard let e = error as? URLError else { return "\(error)" }
+        switch e.code {
+        case .timedOut: return "no answer in time"
+        case .cannotConnectToHost: return "the connection was refused (is ferry-relay running and listening there?)"
+        case .cannotFindHost, .dnsLookupFailed: return "its host name does not resolve"
+        case .networkConnectionLost: return "the connection was lost"
+        case .notConnectedToInternet: return "this machine has no network"
+        case .secureConnectionFailed: return "the TLS handshake failed"
+        case .serverCertificateUntrusted, .serverCertificateHasUnknownRoot, .serverCertificateHasBadDate, .serverCertificateNotYetValid:
+            return "its TLS certificate is not trusted here"
+        case .badServerResponse, .cannotParseResponse: return "the answer is not HTTP"
+        case .unsupportedURL, .badURL: return "the URL is not an http or https URL"
+        default: return "network error \(e.code.rawValue)"
+        }
+    }
+
     /// The failure a non-success reply means. `sentToken` tells what a 401 refused: this
     /// device's token (pair the device again), or without one the pairing code being redeemed
     /// (make a new code). The relay's own message is quoted as what happened; the advice, said
@@ -91,8 +133,8 @@ struct RelayHTTP: Sendable {
     static func failure(_ reply: Reply, what: String, base: URL, sentToken: Bool = true, advice: Bool = true) -> TransportFailure {
         let parsed = try? JSONParser.parse([UInt8](reply.body.prefix(64 << 10)))
         let code = parsed?["error"]?.stringValue ?? ""
-        let message = parsed?["message"]?.stringValue ?? "HTTP \(reply.status)"
-        let text = "\(what): the relay answered \(reply.status) \(code.isEmpty ? "" : "(\(code)) ")\(message)"
+        let message = parsed?["message"]?.stringValue
+        let text = "\(what): the relay answered \(reply.status)\(code.isEmpty ? "" : " (\(code))")\(message.map { ": " + $0 } ?? "")"
         if !advice {
             switch reply.status {
             case 401, 403: return .unauthorized(text)

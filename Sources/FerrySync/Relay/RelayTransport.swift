@@ -21,17 +21,36 @@ public final class RelayTransport: Transport {
     private let ownEvents = Mutex(OwnEventReading())
     private let http: RelayHTTP
     private let session: URLSession
-    /// The longest long-poll asked for (the relay caps it to its own maximum).
+    /// Blob transfers: a large blob's last bytes can sit in the kernel's send buffer for
+    /// minutes on a slow link, with no progress to see, so they get a longer timeout.
+    private let blobSession: URLSession
+    /// The longest long-poll asked for (the relay caps it to its own maximum), below the
+    /// request timeout.
     public let maxWait: Duration
+    /// How long a request may go without progress before it is given up.
+    public let requestTimeout: Duration
+    /// The most envelopes sent in one request: the batch limit, halved after a push timed out
+    /// (on a slow link the body sits in the send buffer and no progress shows until the relay
+    /// answers), doubled again after a push that answered quickly.
+    private let pushChunk = Mutex(RelayTransport.maxEventsPerPush)
     private let lastProblem = Mutex<String?>(nil)
 
-    public init(name: String, url: URL, owner: OwnerID, token: String, device: NodeID? = nil, maxWait: Duration = .seconds(25)) {
+    /// The most events ferry-relay takes in one push.
+    static let maxEventsPerPush = 2000
+    /// How long a request may go without progress before it is given up, by default
+    /// (`RelayTimeoutSeconds` in ferryd.conf).
+    public static let defaultTimeout: Duration = .seconds(60)
+
+    public init(name: String, url: URL, owner: OwnerID, token: String, device: NodeID? = nil, maxWait: Duration = .seconds(25),
+                requestTimeout: Duration = RelayTransport.defaultTimeout) {
         self.name = name
         self.device = device
         self.base = url
         self.owner = owner
-        self.maxWait = maxWait
-        session = RelayHTTP.makeSession()
+        self.requestTimeout = max(requestTimeout, .seconds(2))
+        self.maxWait = min(maxWait, self.requestTimeout / 2)
+        session = RelayHTTP.makeSession(timeout: self.requestTimeout)
+        blobSession = RelayHTTP.makeSession(timeout: max(self.requestTimeout, .seconds(600)))
         http = RelayHTTP(base: url, token: token, session: session)
     }
 
@@ -45,20 +64,60 @@ public final class RelayTransport: Transport {
     /// default); 4 MiB of envelopes are about 5.4 MiB in base64. Per push a relay commits (and
     /// syncs) once, so larger pushes move records faster. An older relay that takes fewer
     /// answers 413, and the engine pushes such a batch again in halves.
-    public var batchLimit: SyncLimits.Batch { SyncLimits.Batch(envelopes: 2000, bytes: 4 << 20) }
+    public var batchLimit: SyncLimits.Batch { SyncLimits.Batch(envelopes: Self.maxEventsPerPush, bytes: 4 << 20) }
 
-    /// Pushes `batch` in one request. A body over the relay's `MaxBodyBytes` throws `.tooLarge`
+    /// Pushes `batch`: in one request, or in several when pushes timed out before (see
+    /// `pushChunk`). A push that times out is sent again in halves, down to one envelope, which
+    /// then fails as `.unavailable`. A body over the relay's `MaxBodyBytes` throws `.tooLarge`
     /// (nothing of it is stored), with the advice for a single envelope that does not fit.
     public func push(_ batch: [Envelope]) async throws(TransportFailure) -> [PushOutcome] {
-        let events = JSONValue.array(batch.map { .string(Data($0.encoded).base64EncodedString()) })
-        let request = http.request("POST", ownerPath + "/events", json: .object(["events": events]))
-        let reply: RelayHTTP.Reply
+        var outcomes: [PushOutcome] = []
+        outcomes.reserveCapacity(batch.count)
+        var start = 0
+        while start < batch.count {
+            let chunk = pushChunk.withLock { $0 }
+            let part = Array(batch[start..<min(start + chunk, batch.count)])
+            let began = ContinuousClock.now
+            if let done = try await pushOnce(part) {
+                outcomes += done
+                start += part.count
+                // Quick enough to try twice as many next time.
+                if ContinuousClock.now - began < requestTimeout / 4 {
+                    pushChunk.withLock { $0 = min($0 * 2, Self.maxEventsPerPush) }
+                }
+                continue
+            }
+            guard part.count > 1 else { throw noteProblem(.unavailable(http.timedOut("pushing 1 envelope"))) }
+            let smaller = max(1, part.count / 2)
+            pushChunk.withLock { $0 = smaller }
+            _ = noteProblem(.unavailable(http.timedOut("pushing \(part.count) envelopes") + "; sending \(smaller) per push now"))
+        }
+        return outcomes
+    }
+
+    /// Pushes `batch` in one request; nil when it timed out.
+    private func pushOnce(_ batch: [Envelope]) async throws(TransportFailure) -> [PushOutcome]? {
+        var body = Array(#"{"events":["#.utf8)
+        for (i, envelope) in batch.enumerated() {
+            if i > 0 { body.append(UInt8(ascii: ",")) }
+            body.append(UInt8(ascii: "\""))
+            body.append(contentsOf: Data(envelope.encoded).base64EncodedData())
+            body.append(UInt8(ascii: "\""))
+        }
+        body.append(contentsOf: "]}".utf8)
+        var request = http.request("POST", ownerPath + "/events")
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(body)
+        let answer: RelayHTTP.Reply?
         do {
-            reply = try await note { () async throws(TransportFailure) in try await http.send(request, what: "pushing \(batch.count) envelope(s)") }
+            answer = try await note { () async throws(TransportFailure) in
+                try await http.sendUnlessTimedOut(request, what: "pushing \(batch.count) envelope(s)")
+            }
         } catch {
             guard case .tooLarge(let why) = error else { throw error }
             throw .tooLarge(why + "; ask the relay's operator to raise MaxBodyBytes in ferry-relay.conf, or make the record smaller")
         }
+        guard let reply = answer else { return nil }
         guard reply.status == 200, let parsed = try? JSONParser.parse([UInt8](reply.body)),
               case .array(let results)? = parsed["results"], results.count == batch.count else {
             throw .unavailable("pushing: the relay's answer is not a result per envelope (HTTP \(reply.status))")
@@ -78,7 +137,7 @@ public final class RelayTransport: Transport {
         if let cursor, !cursor.isEmpty { query.append(("after", cursor)) }
         let leavesOutOwn = device != nil && ownEvents.withLock { $0.mayLeaveOut(after: cursor) }
         if leavesOutOwn, let device { query.append(("skipDevice", device.description)) }
-        let request = http.request("GET", ownerPath + "/events", query: query, timeout: TimeInterval(seconds + 30))
+        let request = http.request("GET", ownerPath + "/events", query: query)
         let reply: RelayHTTP.Reply
         do {
             reply = try await note { () async throws(TransportFailure) in try await http.send(request, what: "pulling") }
@@ -108,13 +167,13 @@ public final class RelayTransport: Transport {
 
     public func putBlob(key: BlobKey, from path: String) async throws(TransportFailure) {
         try Self.check(key)
-        var request = http.request("PUT", ownerPath + "/blobs/" + key, timeout: 600)
+        var request = http.request("PUT", ownerPath + "/blobs/" + key)
         request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
         let reply: (Data, URLResponse)
         do {
-            reply = try await SessionCall.upload(session, request, fromFile: URL(fileURLWithPath: path))
+            reply = try await SessionCall.upload(blobSession, request, fromFile: URL(fileURLWithPath: path))
         } catch {
-            throw .unavailable("uploading blob \(key.prefix(12))…: \(error.localizedDescription)")
+            throw .unavailable(http.unreachable("uploading blob \(key.prefix(12))…", error))
         }
         guard let response = reply.1 as? HTTPURLResponse else { throw .unavailable("uploading a blob: not an HTTP reply") }
         if !(200..<300).contains(response.statusCode) {
@@ -136,11 +195,11 @@ public final class RelayTransport: Transport {
 
     public func getBlob(key: BlobKey, to path: String) async throws(TransportFailure) -> Bool {
         try Self.check(key)
-        let request = http.request("GET", ownerPath + "/blobs/" + key, timeout: 600)
+        let request = http.request("GET", ownerPath + "/blobs/" + key)
         let downloaded = URL(fileURLWithPath: path + ".download")
         let result: URLResponse
-        do { result = try await SessionCall.download(session, request, to: downloaded) } catch {
-            throw .unavailable("downloading blob \(key.prefix(12))…: \(error.localizedDescription)")
+        do { result = try await SessionCall.download(blobSession, request, to: downloaded) } catch {
+            throw .unavailable(http.unreachable("downloading blob \(key.prefix(12))…", error))
         }
         defer { try? FileManager.default.removeItem(at: downloaded) }
         guard let response = result as? HTTPURLResponse else { throw .unavailable("downloading a blob: not an HTTP reply") }
@@ -164,6 +223,7 @@ public final class RelayTransport: Transport {
 
     public func close() async {
         session.invalidateAndCancel()
+        blobSession.invalidateAndCancel()
     }
 
     /// Keeps the last failure for `status()`, cleared by the next success. A request refused
@@ -181,6 +241,12 @@ public final class RelayTransport: Transport {
             }
             throw error
         }
+    }
+
+    /// Keeps `failure` as the last problem for `status()`, and returns it.
+    private func noteProblem(_ failure: TransportFailure) -> TransportFailure {
+        lastProblem.withLock { $0 = failure.description }
+        return failure
     }
 
     private static func check(_ key: BlobKey) throws(TransportFailure) {

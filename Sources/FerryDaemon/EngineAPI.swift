@@ -188,6 +188,10 @@ struct EngineAPI: Sendable {
         let name = p["name"]?.stringValue ?? ""
         let kind = p["kind"]?.stringValue ?? ""
         let location = p["location"]?.stringValue ?? ""
+        // Before anything else: a relay pairing code is spent when it is redeemed.
+        guard Names.isValidName(name) else {
+            throw ErrorMapping.varlink(.invalidTransportName(String(name.prefix(80))), interface: EngineInterface.name)
+        }
         let config: String
         do {
             if kind == "relay" {

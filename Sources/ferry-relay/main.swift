@@ -14,10 +14,15 @@ let usage = """
            ferry-relay check-config [--config FILE]
            ferry-relay version
     The default config file is /etc/ferry-relay/ferry-relay.conf when it exists.
+    Exit status: 0 done, 1 failed (the reason is printed), 2 usage error, 3 unknown owner or
+    token.
     """
 
 /// A command-line mistake: the message and the usage go to stderr, exit status 2.
 struct UsageError: Error { let message: String }
+
+/// An owner or token the storage does not have: the message goes to stderr, exit status 3.
+struct NotFoundError: Error { let message: String }
 
 func fail(_ message: String, status: Int32) -> Never {
     FileHandle.standardError.write(Data(("ferry-relay: " + message + "\n").utf8))
@@ -55,6 +60,8 @@ case "admin":
         try AdminCommand.run(arguments, configuration: configuration)
     } catch let error as UsageError {
         fail(error.message + "\n" + usage, status: 2)
+    } catch let error as NotFoundError {
+        fail(error.message, status: 3)
     } catch {
         fail("\(error)", status: 1)
     }

@@ -30,7 +30,8 @@ enum HelpCommand: Command {
           3  not found: get, rm or conflicts of an unknown record; an unknown losing
              version (--restore), attachment (detach) or transport (transport rm)
           4  ferryd is not running: no socket at the path, nobody listens on it, or the
-             path is not a socket (a directory or a regular file)
+             path is not a socket (a directory or a regular file); 'version' still
+             exits 0, saying so
           5  permission denied: the socket admits only the user ferryd runs as
              (and root)
         """
@@ -146,7 +147,8 @@ enum HelpCommand: Command {
     /// `synopsis` split at the `|` that are outside brackets and parentheses:
     /// `ls | add NAME relay URL (--code CODE | --token TOKEN)` is two alternatives.
     private static func topLevelAlternatives(_ synopsis: String) -> [String] {
-        split(synopsis, at: "|")
+        // " | " separates alternatives; a bar without spaces ("JSON|-") is one argument's choice.
+        split(synopsis.replacingOccurrences(of: " | ", with: "\u{1}"), at: "\u{1}")
     }
 
     /// `text` split at each `separator` outside brackets and parentheses, each part trimmed.

@@ -11,12 +11,12 @@ enum OutboxCommand: Command {
     static let takesSpace = true
     static let options = [
         OptionSpec("errors", help: "only entries a transport rejected or cannot take now"),
-        OptionSpec("limit", value: "N", help: "at most N entries"),
+        OptionSpec("limit", value: "N", help: "at most N entries (1 to 100000)"),
     ]
 
     static func run(_ arguments: ParsedArguments, _ context: Context) async throws(CommandFailure) {
         _ = try arguments.positionals([])
-        let limit = try arguments.integerOption("limit", in: 1...Int64(Int32.max)).map { Int($0) }
+        let limit = try arguments.integerOption("limit", in: 1...100_000).map { Int($0) }
         let client = try context.connect()
         let entries = try await daemon { () async throws(FerryClientError) in
             try await client.outbox(space: context.space, errorsOnly: arguments.has("errors"), limit: limit)

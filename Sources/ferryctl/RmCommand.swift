@@ -1,3 +1,4 @@
+import FerryAPI
 import FerryClient
 import FerryJSON
 
@@ -13,8 +14,17 @@ enum RmCommand: Command {
         let positionals = try arguments.positionals(["ENTITY", "ID"])
         let (entity, id) = (positionals[0], positionals[1])
         let client = try context.connect()
-        let record = try await daemon { () async throws(FerryClientError) in
-            try await client.delete(space: context.space, entity: entity, id: id)
+        let record: WireRecord
+        do throws(CommandFailure) {
+            record = try await daemon { () async throws(FerryClientError) in
+                try await client.delete(space: context.space, entity: entity, id: id)
+            }
+        } catch {
+            if case .client(let e) = error, e.isNotFound {
+                throw .notFound("no record \(entity)/\(id) in space \(context.space ?? "private"): "
+                    + "list the ids with 'ferryctl ls \(entity)'")
+            }
+            throw error
         }
         if context.json {
             Output.json(.object(["record": record.json]))

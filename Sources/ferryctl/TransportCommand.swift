@@ -59,6 +59,9 @@ enum TransportCommand: Command {
             if code != nil && token != nil {
                 throw .usage("use one of --token or --code: --code CODE pairs with a code from 'ferryctl relay pair', --token TOKEN uses a token from the relay's operator")
             }
+            if p[2] == "relay" && code == nil && token == nil {
+                throw .usage("a relay transport needs --code CODE (from 'ferryctl relay pair' on a device already syncing through the relay) or --token TOKEN (from the relay's operator)")
+            }
             let client = try context.connect()
             let added = try await daemon { () async throws(FerryClientError) in
                 try await client.addTransport(space: context.space, name: p[1], kind: p[2], location: location, code: code, token: token)

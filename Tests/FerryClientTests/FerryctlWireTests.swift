@@ -94,7 +94,8 @@ import Testing
                                              "message": "no record note/X: check the id with 'ferryctl ls note'"]
         let (rm, _) = try run(["rm", "note", "X"]) { _ in [.error("io.ferry.Store.NotFound", notFound)] }
         #expect(rm.status == 3, "\(rm)")
-        #expect(rm.stderr == "ferryctl: io.ferry.Store.NotFound: no record note/X: check the id with 'ferryctl ls note'\n")
+        // Said as get says it: which record, and where to look for the ids.
+        #expect(rm.stderr == "ferryctl: no record note/X in space private: list the ids with 'ferryctl ls note'\n")
 
         let (conflicts, _) = try run(["conflicts", "note", "X"]) { _ in [.error("io.ferry.Store.NotFound", notFound)] }
         #expect(conflicts.status == 3, "\(conflicts)")

@@ -98,7 +98,8 @@ import Testing
         let unknown = try ctl.run(["get", "note", "nope"])
         #expect(unknown.status == 3 && unknown.stderr.contains("no record note/nope"), "\(unknown)")
         let rmUnknown = try ctl.run(["rm", "note", "nope"])
-        #expect(rmUnknown.status == 3 && rmUnknown.stderr.contains("io.ferry.Store.NotFound"), "\(rmUnknown)")
+        #expect(rmUnknown.status == 3 && rmUnknown.stderr.contains("no record note/nope") && rmUnknown.stderr.contains("ferryctl ls note"),
+                "\(rmUnknown)")
         let conflictsUnknown = try ctl.run(["conflicts", "note", "nope"])
         #expect(conflictsUnknown.status == 3, "\(conflictsUnknown)")
 
@@ -115,6 +116,15 @@ import Testing
 
         let usage = try ctl.run(["ls"])
         #expect(usage.status == 2, "\(usage)")
+        // A relay needs a code or a token: said by ferryctl itself, as a usage error.
+        let noCredential = try ctl.run(["transport", "add", "relay", "relay", "http://127.0.0.1:9"])
+        #expect(noCredential.status == 2 && noCredential.stderr.contains("--code CODE") && noCredential.stderr.contains("--token TOKEN"),
+                "\(noCredential)")
+        // A bad name is refused as a bad name, before anything else is looked at.
+        let badName = try ctl.run(["transport", "add", "Bad", "folder", "/tmp"])
+        #expect(badName.status == 1 && badName.stderr.contains("invalid transport name"), "\(badName)")
+        let overview = try ctl.run(["help"])
+        #expect(overview.stdout.contains("put ENTITY [ID] JSON|-"), "\(overview)")
 
         daemon.stop()
         let stopped = try ctl.run(["status"])

@@ -324,6 +324,12 @@ import Testing
         #expect(try relay.call("DELETE", base + "/tokens/\(newID)", token: token).status == 404)
         let (status, output) = try relay.admin(["tokens", hex(owner)])
         #expect(status == 0 && output.contains("test") && !output.contains(newID))
+        // An unknown owner or token is "not found" (exit 3) with what to do, not a usage error.
+        let stranger = String(repeating: "ab", count: 16)
+        for command in [["tokens", stranger], ["set-quota", stranger, "1000"], ["revoke", hex(owner), newID]] {
+            let (code, text) = try relay.admin(command)
+            #expect(code == 3 && !text.contains("usage:") && (text.contains("create-owner") || text.contains("admin tokens")), "\(command): \(code) \(text)")
+        }
 
         // Guessing is rate limited: 2 failures so far, 3 more, then 429 with Retry-After.
         for _ in 0..<3 {

@@ -131,6 +131,29 @@ import Testing
         #expect(try await reader().drain(from: got.cursor).envelopes.isEmpty)
     }
 
+    /// A clone of this device (its state directory copied to another machine) writes files of
+    /// the same names into the same directory; the sync tool keeps the clone's as conflict
+    /// copies in this device's own directory. This device reads them (it never wrote what is
+    /// in them), once, and still none of its own segments.
+    @Test mutating func readsConflictCopiesInItsOwnDirectory() async throws {
+        let mine = envelopes(2)
+        let t = writer()
+        _ = try await t.push(mine)
+        #expect(try await t.drain(from: nil).envelopes.isEmpty, "its own segments are its store's already")
+        let clone = ScratchFolder()
+        let theirs = envelopes(3, from: 100)
+        _ = try await writer(path: clone.path).push(theirs)
+        let seg = "seg-0000000000000001.fseg"
+        try SyncTool.copy(seg, from: clone.path, to: a.path, as: seg + ".sync-conflict-20261130-004100-ABCDEFG")
+        let got = try await t.drain(from: nil)
+        #expect(got.envelopes == theirs)
+        #expect(got.unreadable.isEmpty)
+        #expect(try await t.drain(from: got.cursor).envelopes.isEmpty)
+        // Its own writes go on as before, and are not read back.
+        #expect(try await t.push(envelopes(1, from: 200)) == [.accepted])
+        #expect(try await t.drain(from: got.cursor).envelopes.isEmpty)
+    }
+
     @Test mutating func reportsCorruptFramesAndReadsTheOthers() async throws {
         let batch = envelopes(3)
         _ = try await writer().push(batch)

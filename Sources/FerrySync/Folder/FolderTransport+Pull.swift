@@ -71,19 +71,25 @@ extension FolderTransport {
             throw unavailable(error)
         }
         var bytes = 0
-        // This device's own directory is read only for files its store never saw (see
-        // `FolderWriterState.reread`), up to the last of them, and until the cursor's entry for
-        // this device has passed that one; otherwise its store has everything in it.
+        // This device's own directory is read for files its store never saw: segments and
+        // snapshots only when it finds some (see `FolderWriterState.reread`), up to the last of
+        // them, and until the cursor's entry for this device has passed that one; conflict
+        // copies always (a clone of this device wrote them: see `readDevice`).
         var ownThrough: UInt64?
-        if let reread = own?.reread, (progress.devices[device.value]?.floor ?? reread.after) < reread.through {
-            ownThrough = reread.through
-            if progress.devices[device.value] == nil { progress.devices[device.value] = FolderCursor.Device(floor: reread.after) }
+        if let reread = own?.reread {
+            var entry = progress.devices[device.value] ?? FolderCursor.Device(floor: reread.after)
+            // An entry kept only for conflict copies starts the read-back at its range.
+            if entry.floor < reread.after { entry.supersede(through: reread.after) }
+            if entry.floor < reread.through {
+                ownThrough = reread.through
+                progress.devices[device.value] = entry
+            }
         }
-        let devices = deviceNames.compactMap(FolderFileName.device).filter { $0 != device.value || ownThrough != nil }.sorted().prefix(Self.maxDevices)
+        let devices = deviceNames.compactMap(FolderFileName.device).sorted().prefix(Self.maxDevices)
         for id in devices {
             var state = progress.devices[id] ?? FolderCursor.Device()
-            let full = try readDevice(NodeID(id), state: &state, into: &page, limit: limit, bytes: &bytes,
-                                      through: id == device.value ? ownThrough : nil)
+            let scope: DeviceScope = id != device.value ? .everything : ownThrough.map { .readBack(through: $0) } ?? .conflictCopies
+            let full = try readDevice(NodeID(id), state: &state, into: &page, limit: limit, bytes: &bytes, scope: scope)
             if state != FolderCursor.Device() || progress.devices[id] != nil { progress.devices[id] = state }
             if full {
                 page.more = true
@@ -94,11 +100,22 @@ extension FolderTransport {
         return page
     }
 
-    /// Reads one device's directory; true when the page filled up. With `through` (this
-    /// device's own directory, read back after a restore) only segments up to it are read, and
-    /// no conflict copies; a snapshot is read as for any device.
+    /// What of a device's directory a pull reads.
+    enum DeviceScope: Equatable {
+        /// Another device's: everything.
+        case everything
+        /// This device's own, read back after a restore: segments up to `through`, the newest
+        /// snapshot, and conflict copies.
+        case readBack(through: UInt64)
+        /// This device's own otherwise: conflict copies only. A sync tool makes them when two
+        /// installations write as this device (a clone, a copy of a backup): they hold what the
+        /// other one wrote, which this store may not have.
+        case conflictCopies
+    }
+
+    /// Reads one device's directory, within `scope`; true when the page filled up.
     private func readDevice(_ id: NodeID, state: inout FolderCursor.Device, into page: inout PullPage,
-                            limit: Int, bytes: inout Int, through: UInt64? = nil) throws(TransportFailure) -> Bool {
+                            limit: Int, bytes: inout Int, scope: DeviceScope) throws(TransportFailure) -> Bool {
         let dir = ownerDirectory + "/" + id.description
         // Watched before it is listed, like the owner directory: a file renamed into place after
         // the listing wakes the wait.
@@ -112,11 +129,12 @@ extension FolderTransport {
         }
         var segments: [UInt64] = [], snapshots: [UInt64] = [], copies: [String] = []
         for name in names {
-            switch FolderFileName(name) {
-            case .segment(let seq): if seq <= through ?? .max { segments.append(seq) }
-            case .snapshot(let seq): snapshots.append(seq)
-            case .conflictCopy: if through == nil { copies.append(name) }
-            case .ignored: break
+            switch (FolderFileName(name), scope) {
+            case (.segment(let seq), .everything): segments.append(seq)
+            case (.segment(let seq), .readBack(let through)): if seq <= through { segments.append(seq) }
+            case (.snapshot(let seq), .everything), (.snapshot(let seq), .readBack): snapshots.append(seq)
+            case (.conflictCopy, _): copies.append(name)
+            default: break
             }
         }
         // Forget progress in files that are gone: if one comes back it is read again, which the

@@ -14,6 +14,7 @@ struct EngineAPI: Sendable {
     let startedAt: Int64
     /// The config file whose `[Transport NAME]` sections declare transports, for messages.
     let configPath: String
+    let logger: Logger
 
     var methods: [String: VarlinkMethod] {
         [
@@ -219,6 +220,7 @@ struct EngineAPI: Sendable {
         do { try await sync.addTransport(space: space, name: name, kind: kind, config: config, startOver: startOver) } catch {
             throw ErrorMapping.varlink(error, interface: EngineInterface.name)
         }
+        if let existing { await revokeReplacedToken(existing, space: space, newConfig: config) }
         let list = try await transportList(space: space)
         guard let added = list.first(where: { $0["name"]?.stringValue == name }) else {
             throw ErrorMapping.transportNotFound(space: space, name: name)
@@ -284,7 +286,26 @@ struct EngineAPI: Sendable {
         guard grant.owner == keys.owner else {
             throw .init(parameter: "code", message: "the code is for owner \(grant.owner), but space \(space) belongs to owner \(keys.owner): restore that owner's recovery phrase here first ('ferryctl owner restore'), then pair again")
         }
-        return TransportConfiguration.relay(url: url, token: grant.token)
+        return TransportConfiguration.relay(url: url, token: grant.token, tokenID: grant.tokenID)
+    }
+
+    /// After a relay transport got a new token at the same relay (paired again), revokes the
+    /// token it had, when pairing gave its id: a superseded token is never used again and would
+    /// otherwise stay valid. Best effort: a failure is logged and changes nothing else.
+    private func revokeReplacedToken(_ old: TransportInfo, space: String, newConfig: String) async {
+        guard old.kind == "relay", let oldID = TransportConfiguration.tokenID(of: old),
+              let location = TransportConfiguration.location(of: old), let url = URL(string: location),
+              let oldToken = TransportConfiguration.token(of: old),
+              let value = try? JSONParser.parse(newConfig), case .object(let new) = value,
+              let newToken = new["token"]?.stringValue, new["url"]?.stringValue == location, newToken != oldToken,
+              let keys = try? await ownerKeys(space) else { return }
+        do {
+            try await RelayAccount.revoke(url: url, owner: keys.owner, token: newToken, id: oldID)
+            logger.info("transport \(old.name) of space \(space): revoked the token it used before (id \(oldID))")
+        } catch {
+            logger.warning("transport \(old.name) of space \(space): could not revoke the token it used before (id \(oldID)): "
+                + "\(error); revoke it with 'ferry-relay admin revoke' on the relay")
+        }
     }
 
     /// The owner keys of `space`, for checking what a relay says about its owner.

@@ -52,8 +52,16 @@ enum TransportConfiguration {
     }
 
     /// The configuration text of a relay transport with its token.
-    static func relay(url: URL, token: String) -> String {
-        JSONWriter.string(.object(["url": .string(url.absoluteString), "token": .string(token)]))
+    static func relay(url: URL, token: String, tokenID: String? = nil) -> String {
+        var o: [String: JSONValue] = ["url": .string(url.absoluteString), "token": .string(token)]
+        if let tokenID { o["tokenId"] = .string(tokenID) }
+        return JSONWriter.string(.object(o))
+    }
+
+    /// The relay's id of a relay transport's token, when it was got by pairing.
+    static func tokenID(of info: TransportInfo) -> String? {
+        guard let value = try? JSONParser.parse(info.config), case .object(let o) = value else { return nil }
+        return o["tokenId"]?.stringValue
     }
 
     /// The token of a relay transport's configuration.

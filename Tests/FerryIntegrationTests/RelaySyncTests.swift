@@ -67,6 +67,23 @@ import Testing
         print("relay: one record A to B in \(ContinuousClock.now - started)")
     }
 
+    /// Pairing a device again gives it a new token and revokes the one it had, so a relay does
+    /// not collect live tokens nobody uses; the device goes on syncing with the new one.
+    @Test func pairingAgainRevokesTheTokenItReplaces() async throws {
+        let (relay, devices, owner) = try await Self.setUp(2, storage: "sqlite")
+        let (a, b) = (devices[0], devices[1])
+        let bNode = try await b.client().status().node
+        let before = try relay.tokens(owner).filter { $0.device.contains(bNode) }
+        #expect(before.count == 1)
+        let (code, _) = try await a.client().relayPairingCode()
+        _ = try await b.client().addTransport(name: "relay", kind: "relay", location: relay.url, code: code)
+        let after = try relay.tokens(owner).filter { $0.device.contains(bNode) }
+        #expect(after.count == 1 && after.first?.id != before.first?.id, "before \(before), after \(after)")
+        #expect(try relay.tokens(owner).count == 2, "a's token and b's new one")
+        _ = try await b.client().put(entity: "note", id: "after-pairing", payload: ["v": 1])
+        #expect(try await eventually(.seconds(30)) { try await a.records()["after-pairing"] != nil })
+    }
+
     @Test(arguments: RelaySyncTests.backends) func aRevokedTokenIsRefusedAndOthersGoOn(_ storage: String) async throws {
         let (relay, devices, owner) = try await Self.setUp(2, storage: storage)
         let (a, b) = (devices[0], devices[1])

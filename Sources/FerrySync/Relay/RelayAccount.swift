@@ -12,6 +12,8 @@ public enum RelayAccount {
     public struct Grant: Sendable {
         public var owner: OwnerID
         public var token: String
+        /// The token's id on the relay (for revoking it), when the relay said it.
+        public var tokenID: String?
     }
 
     /// Asks the relay for a one-time pairing code for `owner`, with `token`.
@@ -39,7 +41,23 @@ public enum RelayAccount {
               let owner = ID128(hex: ownerText), let token = parsed["token"]?.stringValue else {
             throw .unavailable("redeeming the pairing code: the relay answered HTTP \(reply.status) without a token")
         }
-        return Grant(owner: owner, token: token)
+        let id = parsed["tokenId"]?.stringValue.flatMap { Self.isTokenID($0) ? $0 : nil }
+        return Grant(owner: owner, token: token, tokenID: id)
+    }
+
+    /// Whether `text` is a relay token id: 16 lowercase hex digits.
+    public static func isTokenID(_ text: String) -> Bool {
+        text.utf8.count == 16 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+
+    /// Revokes the owner's token `id` with `token` (another token of the owner). A token the
+    /// relay no longer has (404) counts as revoked.
+    public static func revoke(url: URL, owner: OwnerID, token: String, id: String) async throws(TransportFailure) {
+        guard isTokenID(id) else { throw .rejected("revoking a token: \(id.prefix(40)) is not a token id") }
+        let session = RelayHTTP.makeSession()
+        defer { session.finishTasksAndInvalidate() }
+        let http = RelayHTTP(base: url, token: token, session: session)
+        _ = try await http.send(http.request("DELETE", "v1/owners/\(owner)/tokens/\(id)"), what: "revoking the token this device used before")
     }
 
     /// Checks that the relay takes `token` for reading `owner`'s events (one event at most is

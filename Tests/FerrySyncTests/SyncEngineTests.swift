@@ -383,6 +383,25 @@ final class EngineDevice: Sendable {
         #expect(try await eventually(.seconds(60)) { try (0..<4000).allSatisfy { try b.store.get(entity: "note", id: "n\($0)") != nil } })
     }
 
+    /// While a backlog is pulled and applied the transport says `pulling`; caught up, `idle`.
+    @Test func aBacklogShowsAsPullingUntilCaughtUp() async throws {
+        let log = MemoryLog()
+        let a = try EngineDevice(logs: ["shared": log])
+        defer { Task { await a.engine.stop() } }
+        await a.engine.reconcile()
+        try await a.add("m", log: "shared")
+        _ = try a.store.putMany((0..<2000).map { PutRequest(entity: "note", id: "n\($0)", payload: "{}") })
+        #expect(try await eventually(.seconds(60)) { log.count == 2000 })
+        log.state.withLock { $0.pullDelay = .milliseconds(150) }
+        let b = try EngineDevice(logs: ["shared": log], configure: { $0.batchEnvelopes = 200 })
+        defer { Task { await b.engine.stop() } }
+        try await b.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
+        try await b.add("m", log: "shared")
+        #expect(await eventually(.seconds(30), poll: .milliseconds(5)) { b.engine.health.first?.state == "pulling" })
+        #expect(try await eventually(.seconds(60)) { try b.store.get(entity: "note", id: "n1999") != nil })
+        #expect(await eventually(.seconds(30)) { b.engine.health.first?.state == "idle" })
+    }
+
     @Test func aPausedEngineKeepsItsOutboxAndResumes() async throws {
         let log = MemoryLog()
         let (a, b) = try await Self.pair(log: log)

@@ -119,7 +119,7 @@ final class TransportRunner: Sendable {
                 woken = false
             }
             do throws(SyncFailure) {
-                setState("pushing")
+                setActivity(pushing: true)
                 lastPush = ContinuousClock.now
                 let pushed = try await pushRound()
                 failures = 0
@@ -131,11 +131,12 @@ final class TransportRunner: Sendable {
                     // host was not asked anything, so it is no success either.
                     cleared(.push)
                 }
-                setState("idle")
+                setActivity(pushing: false)
                 await pushSignal.wait(timeout: options.pollInterval)
                 woken = true
             } catch {
                 if Task.isCancelled { break }   // stopping: what was not acknowledged stays queued
+                activity.withLock { $0.pushing = false }
                 if case .transport(.hostLostData(let why)) = error {
                     // The pull loop starts the transport over, then wakes this one.
                     startOverRequest.withLock { $0 = why }
@@ -396,6 +397,8 @@ final class TransportRunner: Sendable {
                     dropAhead()
                     page = try await fetch(after: cursor, wait: caughtUp ? options.pollInterval : .zero)
                 }
+                // Applying a page, or a backlog, shows as pulling; a caught-up long-poll as idle.
+                if !page.envelopes.isEmpty || page.more { setActivity(pulling: true) }
                 if page.more && !isPaused() {
                     let transport = self.transport, limit = batchEnvelopes, after = page.cursor
                     ahead = PageAhead(after: after, task: Task { try await transport.pull(after: after, limit: limit, wait: .zero) })
@@ -405,10 +408,12 @@ final class TransportRunner: Sendable {
                 failures = 0
                 succeeded(.pull)
                 caughtUp = !page.more
+                if caughtUp { setActivity(pulling: false) }
                 reachedHost(by: .pull)
             } catch {
                 dropAhead()
                 if Task.isCancelled { break }   // stopping: the saved cursor is where the next start goes on
+                activity.withLock { $0.pulling = false }
                 if case .transport(.hostLostData(let why)) = error, await startOver(because: why) {
                     cursor = nil
                     caughtUp = false
@@ -702,6 +707,19 @@ final class TransportRunner: Sendable {
 
     private func scratchPath(_ kind: String) -> String {
         options.scratchDirectory + "/\(kind)-\(UInt64.random(in: 0...UInt64.max))"
+    }
+
+    /// What the loops are doing, for the transport's state: `pushing` while a push round
+    /// runs, else `pulling` while pages are applied or a backlog is read, else `idle`.
+    private let activity = Mutex((pushing: false, pulling: false))
+
+    private func setActivity(pushing: Bool? = nil, pulling: Bool? = nil) {
+        let now = activity.withLock { a in
+            if let pushing { a.pushing = pushing }
+            if let pulling { a.pulling = pulling }
+            return a
+        }
+        setState(now.pushing ? "pushing" : now.pulling ? "pulling" : "idle")
     }
 
     private func setState(_ state: String) {

@@ -104,19 +104,25 @@ final class EngineDevice: Sendable {
     /// the blob that arrives later is fetched then (looked for again with backoff), and the
     /// attachment is readable.
     /// Two devices of one owner on a log that hides blobs, b waiting 300 ms for attachments and
-    /// looking again every 200 ms to 1 s; a puts record doc/d1 with an attachment of `bytes`,
-    /// which b applies without it.
-    static func recordWithoutItsBlob(_ bytes: [UInt8]) async throws -> (a: EngineDevice, b: EngineDevice, log: MemoryLog, sha256: String) {
+    /// looking again every 200 ms, then less often up to `retryMax`; no transport added yet.
+    static func attachmentPair(retryMax: Duration) async throws -> (a: EngineDevice, b: EngineDevice, log: MemoryLog) {
         let log = MemoryLog()
         log.state.withLock { $0.blobsHidden = true }
         let a = try EngineDevice(logs: ["shared": log])
         let b = try EngineDevice(logs: ["shared": log], configure: { options in
             options.attachmentWait = .milliseconds(300)
             options.attachmentRetry = .milliseconds(200)
-            options.attachmentRetryMax = .seconds(1)
+            options.attachmentRetryMax = retryMax
         })
         await a.engine.reconcile()
         try await b.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
+        return (a, b, log)
+    }
+
+    /// `attachmentPair` with a 1 s longest wait; a puts record doc/d1 with an attachment of
+    /// `bytes`, which b applies without it.
+    static func recordWithoutItsBlob(_ bytes: [UInt8]) async throws -> (a: EngineDevice, b: EngineDevice, log: MemoryLog, sha256: String) {
+        let (a, b, log) = try await attachmentPair(retryMax: .seconds(1))
         try await a.add("m", log: "shared")
         try await b.add("m", log: "shared")
         let info = try a.store.putAttachment(bytes)
@@ -144,17 +150,8 @@ final class EngineDevice: Sendable {
     /// like one not there yet, then looked for again soon: once whole, it is stored, without a
     /// SyncNow and long before the missing-attachments loop's longest wait.
     @Test func aTornBlobIsLookedForAgainOnceWhole() async throws {
-        let log = MemoryLog()
-        log.state.withLock { $0.blobsHidden = true }
-        let a = try EngineDevice(logs: ["shared": log])
-        let b = try EngineDevice(logs: ["shared": log], configure: { options in
-            options.attachmentWait = .milliseconds(300)
-            options.attachmentRetry = .milliseconds(200)
-            options.attachmentRetryMax = .seconds(120)
-        })
+        let (a, b, log) = try await Self.attachmentPair(retryMax: .seconds(120))
         defer { Task { await a.engine.stop(); await b.engine.stop() } }
-        await a.engine.reconcile()
-        try await b.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
         try await b.add("m", log: "shared")
         // b's first look finds nothing missing, so its next would be the longest wait away.
         try await Task.sleep(for: .milliseconds(400))
@@ -361,19 +358,26 @@ final class EngineDevice: Sendable {
 
     /// A backlog pulled page after page (the next read while one is applied), paused and resumed
     /// part-way, again and again: every record arrives, none is skipped.
-    @Test func aBacklogPausedPartWayIsPulledWhole() async throws {
+    /// A device `a` whose `count` notes (`n0`...) are in the log already, and a device `b` of
+    /// the same owner that starts reading them, each pull that finds some taking `pullDelay`.
+    static func backlog(_ count: Int, pullDelay: Duration, configureB: @escaping (inout SyncOptions) -> Void = { _ in })
+        async throws -> (a: EngineDevice, b: EngineDevice) {
         let log = MemoryLog()
         let a = try EngineDevice(logs: ["shared": log])
-        defer { Task { await a.engine.stop() } }
         await a.engine.reconcile()
         try await a.add("m", log: "shared")
-        _ = try a.store.putMany((0..<4000).map { PutRequest(entity: "note", id: "n\($0)", payload: "{}") })
-        #expect(try await eventually(.seconds(60)) { log.count == 4000 })
-        log.state.withLock { $0.pullDelay = .milliseconds(15) }
-        let b = try EngineDevice(logs: ["shared": log])
-        defer { Task { await b.engine.stop() } }
+        _ = try a.store.putMany((0..<count).map { PutRequest(entity: "note", id: "n\($0)", payload: "{}") })
+        #expect(try await eventually(.seconds(60)) { log.count == count })
+        log.state.withLock { $0.pullDelay = pullDelay }
+        let b = try EngineDevice(logs: ["shared": log], configure: configureB)
         try await b.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
         try await b.add("m", log: "shared")
+        return (a, b)
+    }
+
+    @Test func aBacklogPausedPartWayIsPulledWhole() async throws {
+        let (a, b) = try await Self.backlog(4000, pullDelay: .milliseconds(15))
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
         for _ in 0..<6 {
             try await Task.sleep(for: .milliseconds(40))
             try b.engine.setPaused(true)
@@ -385,18 +389,8 @@ final class EngineDevice: Sendable {
 
     /// While a backlog is pulled and applied the transport says `pulling`; caught up, `idle`.
     @Test func aBacklogShowsAsPullingUntilCaughtUp() async throws {
-        let log = MemoryLog()
-        let a = try EngineDevice(logs: ["shared": log])
-        defer { Task { await a.engine.stop() } }
-        await a.engine.reconcile()
-        try await a.add("m", log: "shared")
-        _ = try a.store.putMany((0..<2000).map { PutRequest(entity: "note", id: "n\($0)", payload: "{}") })
-        #expect(try await eventually(.seconds(60)) { log.count == 2000 })
-        log.state.withLock { $0.pullDelay = .milliseconds(150) }
-        let b = try EngineDevice(logs: ["shared": log], configure: { $0.batchEnvelopes = 200 })
-        defer { Task { await b.engine.stop() } }
-        try await b.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
-        try await b.add("m", log: "shared")
+        let (a, b) = try await Self.backlog(2000, pullDelay: .milliseconds(150), configureB: { $0.batchEnvelopes = 200 })
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
         #expect(await eventually(.seconds(30), poll: .milliseconds(5)) { b.engine.health.first?.state == "pulling" })
         #expect(try await eventually(.seconds(60)) { try b.store.get(entity: "note", id: "n1999") != nil })
         #expect(await eventually(.seconds(30)) { b.engine.health.first?.state == "idle" })

@@ -115,6 +115,40 @@ import Testing
         }
     }
 
+    /// A header caught half-way through being written in place (not zeros, not yet right) is
+    /// read again while the file may still change, and its frames are read once it is whole; a
+    /// header that stays bad past `settleSeconds` is reported and the file skipped.
+    @Test mutating func aHeaderHalfWrittenInPlaceIsWaitedForAndOneThatStaysBadIsReported() async throws {
+        let batch = envelopes(4)
+        _ = try await writer().push(batch)
+        let name = SyncTool.files(a.path)[0]
+        let real = [UInt8](try Data(contentsOf: URL(fileURLWithPath: FolderFixture.deviceDirectory(a.path) + "/" + name)))
+        let target = FolderFixture.deviceDirectory(b.path) + "/" + name
+        try SyncTool.copy(name, from: a.path, to: b.path)
+        var garbled = real
+        for k in 0..<6 { garbled[k] = 0x5A }
+        try Data(garbled).write(to: URL(fileURLWithPath: target))
+        let r = reader()
+        let first = try await r.drain(from: nil)
+        #expect(first.envelopes.isEmpty && first.unreadable.isEmpty, "a file changed just now is not judged yet")
+        try Data(real).write(to: URL(fileURLWithPath: target))
+        let second = try await r.drain(from: first.cursor)
+        #expect(second.envelopes == batch && second.unreadable.isEmpty)
+
+        // The same damage in a file nobody changed for a minute is damage.
+        let other = ScratchFolder()
+        let late = FolderTransport(name: "folder", path: other.path, owner: FolderFixture.owner, device: FolderFixture.reader,
+                                   options: FolderFixture.options())
+        let dir = FolderFixture.deviceDirectory(other.path)
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try Data(garbled).write(to: URL(fileURLWithPath: dir + "/" + name))
+        var times = [timeval(tv_sec: time(nil) - 120, tv_usec: 0), timeval(tv_sec: time(nil) - 120, tv_usec: 0)]
+        #expect(utimes(dir + "/" + name, &times) == 0)
+        let judged = try await late.drain(from: nil)
+        #expect(judged.envelopes.isEmpty && judged.unreadable.count == 1, "\(judged.unreadable)")
+        #expect(try await late.drain(from: judged.cursor).unreadable.isEmpty, "reported once")
+    }
+
     @Test func damageThatIsNotZerosIsStillSkipped() {
         var body: [UInt8] = []
         Frame.append([UInt8](repeating: 7, count: 100), to: &body)

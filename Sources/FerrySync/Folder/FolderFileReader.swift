@@ -9,8 +9,13 @@ import Glibc
 /// full size that is not filled in yet (a sync tool that preallocates it, zero bytes, and
 /// writes the data later, in place) is still arriving too: zero bytes where a frame (or the
 /// file header) should be are waited for like a torn tail, and read again on the next scan
-/// (see `unfilled`). Only damaged frames are reported through `unreadable` and skipped.
+/// (see `unfilled`). A file header that does not read, in a file changed within the last
+/// `settleSeconds`, is waited for too: a tool that writes into the file in place may be half-way
+/// through it. Only damaged frames, and headers that stay bad, are reported and skipped.
 enum FolderFileReader {
+    /// How long a file whose header does not read may still be being written in place.
+    static let settleSeconds = 30
+
     /// How far a scan got.
     enum Outcome: Sendable, Equatable {
         /// The file is not there (any more).
@@ -38,7 +43,7 @@ enum FolderFileReader {
                      visit: (Envelope) -> Bool, unreadable: (String) -> Void) throws(FolderIOError) -> Outcome {
         guard let fd = try FolderIO.openForReading(path) else { return .gone }
         defer { close(fd) }
-        let size = try FolderIO.size(fd, path: path)
+        let (size, modified) = try FolderIO.sizeAndModified(fd, path: path)
         let headerBytes = try FolderIO.read(fd, path: path, at: 0, count: FolderFileHeader.encodedSize)
         let header: FolderFileHeader
         do {
@@ -48,6 +53,8 @@ enum FolderFileReader {
             // A header not filled in yet: it ends in zeros, and so does what follows it.
             let after = try FolderIO.read(fd, path: path, at: FolderFileHeader.encodedSize, count: 4)
             if headerBytes.last == 0 && after.allSatisfy({ $0 == 0 }) { return .progressed(offset: offset, finished: false) }
+            // Caught half-way through being written in place: read again while it may still change.
+            if time(nil) - modified < settleSeconds { return .progressed(offset: offset, finished: false) }
             return .badHeader("\(label): \(error)")
         }
         if let problem = mismatch(header, expect) { return .badHeader("\(label): \(problem)") }

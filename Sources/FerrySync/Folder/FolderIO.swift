@@ -51,9 +51,14 @@ enum FolderIO {
 
     /// The size of the open file `fd`.
     static func size(_ fd: Int32, path: String) throws(FolderIOError) -> Int {
+        try sizeAndModified(fd, path: path).size
+    }
+
+    /// The file's size, and when it was last modified (Unix seconds).
+    static func sizeAndModified(_ fd: Int32, path: String) throws(FolderIOError) -> (size: Int, modified: Int) {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw FolderIOError(call: "fstat", path: path, code: errno) }
-        return Int(st.st_size)
+        return (Int(st.st_size), Int(st.st_mtim.tv_sec))
     }
 
     /// Up to `count` bytes at `offset` (fewer only at the end of the file).

@@ -233,16 +233,17 @@ struct EngineAPI: Sendable {
         try checkSpace(space)
         let name = p["name"]?.stringValue ?? ""
         let store = self.store
-        let (exists, declared) = try await run { () throws(FerryError) in
-            (try store.transports(space: space).contains { $0.name == name },
+        let (existing, declared) = try await run { () throws(FerryError) in
+            (try store.transports(space: space).first { $0.name == name },
              try DeclaredTransports.isDeclared(space: space, name: name, in: store))
         }
-        guard exists else { throw ErrorMapping.transportNotFound(space: space, name: name) }
+        guard let existing else { throw ErrorMapping.transportNotFound(space: space, name: name) }
         // Removed here, a reload would bring it back: the config file is where it goes away.
         if declared { throw ErrorMapping.transportDeclared(space: space, name: name, file: configPath) }
         do { try await sync.removeTransport(space: space, name: name) } catch {
             throw ErrorMapping.varlink(error, interface: EngineInterface.name)
         }
+        await revokeToken(of: existing, space: space, using: TransportConfiguration.token(of: existing), why: "it was removed")
         return [:]
     }
 
@@ -290,20 +291,26 @@ struct EngineAPI: Sendable {
     }
 
     /// After a relay transport got a new token at the same relay (paired again), revokes the
-    /// token it had, when pairing gave its id: a superseded token is never used again and would
-    /// otherwise stay valid. Best effort: a failure is logged and changes nothing else.
+    /// token it had: a superseded token is never used again and would otherwise stay valid.
     private func revokeReplacedToken(_ old: TransportInfo, space: String, newConfig: String) async {
-        guard old.kind == "relay", let oldID = TransportConfiguration.tokenID(of: old),
-              let location = TransportConfiguration.location(of: old), let url = URL(string: location),
-              let oldToken = TransportConfiguration.token(of: old),
-              let value = try? JSONParser.parse(newConfig), case .object(let new) = value,
-              let newToken = new["token"]?.stringValue, new["url"]?.stringValue == location, newToken != oldToken,
+        guard let value = try? JSONParser.parse(newConfig), case .object(let new) = value,
+              let newToken = new["token"]?.stringValue, new["url"]?.stringValue == TransportConfiguration.location(of: old),
+              newToken != TransportConfiguration.token(of: old) else { return }
+        await revokeToken(of: old, space: space, using: newToken, why: "it was paired again")
+    }
+
+    /// Revokes the token of relay transport `transport`, when pairing gave its id (a token from
+    /// the relay's operator has none here, and stays), with `token` (another of the owner's, or
+    /// the same). Best effort: a failure is logged and changes nothing else.
+    private func revokeToken(of transport: TransportInfo, space: String, using token: String?, why: String) async {
+        guard transport.kind == "relay", let id = TransportConfiguration.tokenID(of: transport), let token,
+              let location = TransportConfiguration.location(of: transport), let url = URL(string: location),
               let keys = try? await ownerKeys(space) else { return }
         do {
-            try await RelayAccount.revoke(url: url, owner: keys.owner, token: newToken, id: oldID)
-            logger.info("transport \(old.name) of space \(space): revoked the token it used before (id \(oldID))")
+            try await RelayAccount.revoke(url: url, owner: keys.owner, token: token, id: id)
+            logger.info("transport \(transport.name) of space \(space): revoked its relay token (id \(id)) as \(why)")
         } catch {
-            logger.warning("transport \(old.name) of space \(space): could not revoke the token it used before (id \(oldID)): "
+            logger.warning("transport \(transport.name) of space \(space): could not revoke its relay token (id \(id)) as \(why): "
                 + "\(error); revoke it with 'ferry-relay admin revoke' on the relay")
         }
     }

@@ -68,7 +68,8 @@ import Testing
     }
 
     /// Pairing a device again gives it a new token and revokes the one it had, so a relay does
-    /// not collect live tokens nobody uses; the device goes on syncing with the new one.
+    /// not collect live tokens nobody uses; the device goes on syncing with the new one. Removing
+    /// the transport revokes a paired token too; the operator's token stays.
     @Test func pairingAgainRevokesTheTokenItReplaces() async throws {
         let (relay, devices, owner) = try await Self.setUp(2, storage: "sqlite")
         let (a, b) = (devices[0], devices[1])
@@ -82,6 +83,10 @@ import Testing
         #expect(try relay.tokens(owner).count == 2, "a's token and b's new one")
         _ = try await b.client().put(entity: "note", id: "after-pairing", payload: ["v": 1])
         #expect(try await eventually(.seconds(30)) { try await a.records()["after-pairing"] != nil })
+        try await b.client().removeTransport(name: "relay")
+        #expect(try relay.tokens(owner).filter { $0.device.contains(bNode) }.isEmpty)
+        try await a.client().removeTransport(name: "relay")
+        #expect(try relay.tokens(owner).count == 1, "the operator's token stays")
     }
 
     @Test(arguments: RelaySyncTests.backends) func aRevokedTokenIsRefusedAndOthersGoOn(_ storage: String) async throws {

@@ -228,9 +228,15 @@ struct StoreAPI: Sendable {
         }
         if filters.count > 16 { throw ErrorMapping.invalidArgument("where", "at most 16 fields in where") }
         let matching = filters, ordering = order
-        let page = try now { () throws(FerryError) in
-            try store.list(space: space, entity: entity, after: after, limit: limit, includeDeleted: includeDeleted,
-                           order: ordering, where: matching)
+        let page: Store.Page
+        do {
+            page = try store.list(space: space, entity: entity, after: after, limit: limit, includeDeleted: includeDeleted,
+                                  order: ordering, where: matching)
+        } catch {
+            // The cursor is what is wrong: say so about `after`.
+            if case .invalidStamp(_, let reason) = error { throw ErrorMapping.invalidArgument("after", reason) }
+            if case .storage = error { logger.error(error.description) }
+            throw ErrorMapping.varlink(error)
         }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(page.records.count * 400 + 64)

@@ -231,21 +231,34 @@ extension Store {
     /// - Parameters:
     ///   - after: the `next` of the previous page.
     ///   - limit: 1 to 1,000 records.
-    ///   - where: payload fields that must equal the given JSON scalars (top-level keys).
+    ///   - where: top-level payload fields that must equal the given JSON scalars, type and
+    ///     value: `null` matches a field that is null (not a missing one), `true` a field that
+    ///     is true (not 1); an integer matches an integer field of that value, a fraction any
+    ///     number equal to it as a double; a string the same text.
     ///   - maxBytes: the byte budget of the page (default `maxPageBytes`).
-    /// - Throws: `invalidEntity`, `spaceNotFound`, `storage`.
+    /// - Throws: `invalidEntity`, `spaceNotFound`, `invalidStamp` (an `after` for order `stamp`
+    ///   that is not a stamp and an id joined by `|`, as `next` gives it), `storage`.
     public func list(space: String = Store.privateSpace, entity: String, after: String? = nil, limit: Int = 100,
                      includeDeleted: Bool = false, order: ListOrder = .id,
                      where filters: [(field: String, value: FilterValue)] = [],
                      maxBytes: Int = Store.maxPageBytes) throws(FerryError) -> Page {
         guard Names.isValidName(entity) else { throw .invalidEntity(String(entity.prefix(80))) }
         let sid = try catalog.sid(space)
+        var stampCursor: (stamp: String, id: String)?
+        if let after, order == .stamp {
+            let parts = after.split(separator: "|", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            guard parts.count == 2, let stamp = Stamp.parse(parts[0]), stamp.text == parts[0] else {
+                throw .invalidStamp(String(after.prefix(140)), reason: "a cursor of the stamp order is the next of a page listed by stamp "
+                    + "(a stamp and an id joined by |); list from the start without one")
+            }
+            stampCursor = (parts[0], parts[1])
+        }
         let limit = min(max(limit, 1), 1000)
         let key = order == .id ? "id" : "hlc"
         var sql = "SELECT entity, id, hlc, deleted, payload, attachments, seq FROM records WHERE sid = ? AND entity = ?"
         if !includeDeleted { sql += " AND deleted = 0" }
         if after != nil { sql += order == .id ? " AND id > ?" : " AND (hlc, id) > (?, ?)" }
-        for _ in filters { sql += " AND json_extract(payload, ?) IS ?" }
+        for filter in filters { sql += " AND EXISTS (SELECT 1 FROM json_each(payload) WHERE key = ? AND \(filter.value.condition))" }
         sql += " ORDER BY \(key)\(order == .stamp ? ", id" : "") LIMIT ?"
         return try read("listing \(entity)") { db in
             let statement = try db.cached(sql)
@@ -253,18 +266,15 @@ extension Store {
             var i: Int32 = 1
             statement.bind(i, sid); i += 1
             statement.bind(i, entity); i += 1
-            if let after {
-                if order == .id {
-                    statement.bind(i, after); i += 1
-                } else {
-                    let parts = after.split(separator: "|", maxSplits: 1).map(String.init)
-                    statement.bind(i, parts[0]); i += 1
-                    statement.bind(i, parts.count > 1 ? parts[1] : ""); i += 1
-                }
+            if let stampCursor {
+                statement.bind(i, stampCursor.stamp); i += 1
+                statement.bind(i, stampCursor.id); i += 1
+            } else if let after {
+                statement.bind(i, after); i += 1
             }
             for filter in filters {
-                statement.bind(i, "$.\"" + filter.field.replacingOccurrences(of: "\"", with: "") + "\""); i += 1
-                filter.value.bind(statement, i); i += 1
+                statement.bind(i, filter.field); i += 1
+                if filter.value.bind(statement, i) { i += 1 }
             }
             statement.bind(i, limit + 1)
             var records: [Record] = []
@@ -415,13 +425,26 @@ public enum FilterValue: Sendable, Hashable {
     case double(Double)
     case string(String)
 
-    func bind(_ statement: Statement, _ index: Int32) {
+    /// The condition on a `json_each` row (`type`, `value`) of a field equal to this value:
+    /// the same JSON type, and for numbers and strings the same value (one parameter).
+    var condition: String {
         switch self {
-        case .null: statement.bindNull(index)
-        case .bool(let b): statement.bind(index, b)
+        case .null: "type = 'null'"
+        case .bool(let b): b ? "type = 'true'" : "type = 'false'"
+        case .int: "type = 'integer' AND value = ?"
+        case .double: "type IN ('integer', 'real') AND value = ?"
+        case .string: "type = 'text' AND value = ?"
+        }
+    }
+
+    /// Binds the parameter of `condition`, if it has one; true when it did.
+    func bind(_ statement: Statement, _ index: Int32) -> Bool {
+        switch self {
+        case .null, .bool: return false
         case .int(let i): statement.bind(index, i)
         case .double(let d): statement.bind(index, d)
         case .string(let s): statement.bind(index, s)
         }
+        return true
     }
 }

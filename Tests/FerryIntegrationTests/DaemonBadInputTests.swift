@@ -45,6 +45,12 @@ import FerryVarlink
             ("missing parameter", Array(Self.call("io.ferry.Store.Get", #"{"entity":"note"}"#).utf8), "org.varlink.service.InvalidParameter"),
             ("payload not an object", Array(Self.call("io.ferry.Store.Put", #"{"entity":"note","payload":"x"}"#).utf8), "org.varlink.service.InvalidParameter"),
             ("stream method without more", Array(Self.call("io.ferry.Store.Watch").utf8), "org.varlink.service.ExpectedMore"),
+            ("an empty stamp cursor", Array(Self.call("io.ferry.Store.List", #"{"entity":"note","order":"stamp","after":""}"#).utf8),
+             "io.ferry.Store.InvalidArgument"),
+            ("a bar for a stamp cursor", Array(Self.call("io.ferry.Store.List", #"{"entity":"note","order":"stamp","after":"|"}"#).utf8),
+             "io.ferry.Store.InvalidArgument"),
+            ("an id cursor for the stamp order", Array(Self.call("io.ferry.Store.List", #"{"entity":"note","order":"stamp","after":"N1"}"#).utf8),
+             "io.ferry.Store.InvalidArgument"),
             ("10,000-deep nesting", Array(#"{"method":"io.ferry.Store.Put","parameters":{"entity":"n","payload":{"a":"#.utf8)
                 + Array(repeating: UInt8(ascii: "["), count: 10_000) + Array(repeating: UInt8(ascii: "]"), count: 10_000) + Array("}}}".utf8) + [0], nil),
             ("invalid UTF-8 in a string", Array(#"{"method":"io.ferry.Store.Get","parameters":{"entity":"n","id":""#.utf8) + [0xC3, 0x28] + Array(#""}}"#.utf8) + [0], nil),

@@ -73,6 +73,45 @@ import FerrySQLite
         #expect(n.records.map(\.id) == ["T017"])
     }
 
+    /// `where` compares type and value: 1 is not true, a missing field is not null, an integer
+    /// compares exactly, and field names are matched exactly, quotes and backslashes included.
+    @Test func whereMatchesTypeAndValueAndExactFieldNames() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        let payloads = ["one": #"{"n":1}"#, "true": #"{"n":true}"#, "null": #"{"n":null}"#, "none": #"{"m":1}"#,
+                        "real": #"{"n":1.5}"#, "text": #"{"n":"1"}"#, "big": #"{"n":9007199254740993}"#,
+                        "quote": #"{"a\"b":1}"#, "plain": #"{"ab":1}"#, "slash": #"{"a\\b":1}"#]
+        for (id, payload) in payloads { _ = try store.put(entity: "wh", id: id, payload: payload) }
+        func ids(_ field: String, _ value: FilterValue) throws -> [String] {
+            try store.list(entity: "wh", where: [(field, value)]).records.map(\.id).sorted()
+        }
+        #expect(try ids("n", .int(1)) == ["one"])
+        #expect(try ids("n", .bool(true)) == ["true"])
+        #expect(try ids("n", .null) == ["null"])
+        #expect(try ids("n", .double(1.5)) == ["real"])
+        #expect(try ids("n", .double(1)) == ["one"])
+        #expect(try ids("n", .string("1")) == ["text"])
+        #expect(try ids("n", .int(9007199254740993)) == ["big"])
+        #expect(try ids("n", .int(9007199254740992)).isEmpty)
+        #expect(try ids("a\"b", .int(1)) == ["quote"])
+        #expect(try ids("a\\b", .int(1)) == ["slash"])
+        #expect(try ids("ab", .int(1)) == ["plain"])
+    }
+
+    /// A stamp-order cursor that is not one (empty, a bar alone, an id-order cursor) is refused
+    /// with `invalidStamp`, never read as something else.
+    @Test func aStampCursorThatIsNotOneIsRefused() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        for i in 0..<3 { _ = try store.put(entity: "pg", id: "P\(i)", payload: "{}") }
+        for bad in ["", "|", "garbage", "P1", "|P1", "2026-01-01|P1"] {
+            #expect(throws: FerryError.self, "\(bad)") { try store.list(entity: "pg", after: bad, order: .stamp) }
+        }
+        let first = try store.list(entity: "pg", limit: 1, order: .stamp)
+        let next = try #require(first.next)
+        #expect(try store.list(entity: "pg", after: next, limit: 10, order: .stamp).records.count == 2)
+    }
+
     @Test func spacesKeepRecordsApart() throws {
         let dir = TempDir()
         let store = try makeStore(dir)

@@ -29,6 +29,8 @@ final class ServerConnection: EventLoopHandler {
     private var nextCallID: UInt64 = 1
     private var readClosed = false
     private var closeWhenFlushed = false
+    /// A message broke the protocol: no more input is read or started.
+    private var broken = false
     private var draining = false
     /// The client closed its end: nothing we write can arrive. Buffered calls still run
     /// (so a oneway call sent just before exiting is not lost); replies are dropped.
@@ -104,7 +106,7 @@ final class ServerConnection: EventLoopHandler {
     }
 
     private func processBufferedCalls() {
-        while !closed && activeCall == nil {
+        while !closed && !broken && activeCall == nil {
             if draining {
                 closeWhenFlushed = true
                 flush()
@@ -116,7 +118,7 @@ final class ServerConnection: EventLoopHandler {
                 frame = try framer.nextMessage()
             } catch {
                 core.log(.protocolViolation(peer: peer, reason: error.description))
-                close()
+                closeAfterAnswers()
                 return
             }
             guard let frame else {
@@ -149,7 +151,7 @@ final class ServerConnection: EventLoopHandler {
                 if let finalReply { enqueueFinal(finalReply) }
             case let .protocolViolation(reason):
                 core.log(.protocolViolation(peer: peer, reason: reason))
-                close()
+                closeAfterAnswers()
             }
         case let .batch(key, handler, call):
             activeCall = (callID, nil, Locked(oneway))
@@ -194,7 +196,7 @@ final class ServerConnection: EventLoopHandler {
             if let finalReply { enqueueFinal(finalReply) }
         case let .protocolViolation(reason):
             core.log(.protocolViolation(peer: peer, reason: reason))
-            close()
+            closeAfterAnswers()
             return
         }
         if output.isTooSlow {
@@ -284,6 +286,14 @@ final class ServerConnection: EventLoopHandler {
     }
 
     /// Closes at once: cancels the running call's task and fails its sink.
+    /// The input broke the protocol, so nothing after it can be read: the calls before it were
+    /// answered (calls run one at a time), and those answers still go out before the close.
+    private func closeAfterAnswers() {
+        broken = true
+        closeWhenFlushed = true
+        flush()
+    }
+
     func close() {
         guard !closed else { return }
         closed = true

@@ -125,7 +125,7 @@ public struct VarlinkService: Sendable {
 
     /// Resolves a call to a handler or an immediate answer, checking in order: interface,
     /// method in the definition, `upgrade` (not supported), handler, `more` when
-    /// required, and the parameters against the input signature.
+    /// required (and not `oneway` then), and the parameters against the input signature.
     func resolve(_ message: VarlinkCallMessage, peer: PeerCredentials?) -> Resolution {
         let interfaceName = message.interfaceName
         guard let interface = interfaces[interfaceName] else {
@@ -151,6 +151,11 @@ public struct VarlinkService: Sendable {
         }
         if method.requiresMore && !message.more {
             return .failure(.expectedMore)
+        }
+        // A stream nobody may answer would hold the connection for ever: refused (and, the
+        // call being oneway, without a reply), and the next call goes on.
+        if method.requiresMore && message.oneway {
+            return .failure(.invalidParameter("oneway"))
         }
         if let invalid = interface.invalidParameter(in: message.parameters, for: signature.input) {
             return .failure(.invalidParameter(invalid))

@@ -179,6 +179,31 @@ import Testing
         }
     }
 
+    /// A streaming call made oneway could never be answered and would hold the connection:
+    /// it is refused (silently, being oneway) and the next call is answered.
+    @Test func aOnewayStreamIsRefusedAndTheNextCallAnswered() async throws {
+        try await withTestServer { server in
+            let raw = try server.raw()
+            await raw.sendCall(.test("Watch", oneway: true, more: true))
+            await raw.sendCall(.test("Add", ["a": 2, "b": 3]))
+            #expect(await raw.readReply()?.parameters == ["sum": 5])
+        }
+    }
+
+    /// The calls before a message that breaks the protocol are answered, then the connection
+    /// closes: sent in one write, a slow call's answer is not lost to the garbage after it.
+    @Test func callsBeforeGarbageAreAnsweredBeforeTheClose() async throws {
+        try await withTestServer { server in
+            let raw = try server.raw()
+            let first = VarlinkCallMessage.test("Sleep", ["milliseconds": 50, "tag": "slow"]).encoded()
+            let second = VarlinkCallMessage.test("Add", ["a": 1, "b": 1]).encoded()
+            await raw.send(first + second + Array("garbage".utf8) + [0])
+            #expect(await raw.readReply()?.parameters == ["tag": "slow"])
+            #expect(await raw.readReply()?.parameters == ["sum": 2])
+            #expect(await raw.read() == .endOfFile)
+        }
+    }
+
     @Test func callsSentJustBeforeHangingUpStillRunIfOneway() async throws {
         try await withTestServer { server in
             do {

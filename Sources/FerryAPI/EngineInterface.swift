@@ -34,7 +34,8 @@ public enum EngineInterface {
       state: ?string,
       # The last failure (put right since or not), as a sentence that says what to do, and
       # its kind ("unavailable", "unauthorized", "quota", "rate-limited", "rejected",
-      # "too-large", "host-lost-data", "local").
+      # "too-large", "host-lost-data", "local", or "waiting": a pulled record's attachment
+      # blob is not there yet, or not whole).
       lastError: ?string,
       lastErrorKind: ?string,
       lastErrorAt: ?int,

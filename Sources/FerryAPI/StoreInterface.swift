@@ -102,7 +102,9 @@ public enum StoreInterface {
     error InvalidID (entity: string, id: string, message: string)
     # A stamp is malformed.
     error InvalidStamp (hlc: string, message: string)
-    # The payload is not a JSON object (or a tombstone has one).
+    # The payload object is not acceptable: a duplicate key, a number out of range, too deep,
+    # or a tombstone with one. (A payload that is not an object at all is
+    # org.varlink.service.InvalidParameter "payload", as its type says.)
     error InvalidPayload (entity: string, id: string, message: string)
     # The payload is over the size limit.
     error PayloadTooLarge (entity: string, id: string, size: int, limit: int, message: string)

@@ -330,11 +330,16 @@ struct EngineAPI: Sendable {
         try checkSpace(space)
         let store = self.store, sync = self.sync
         let name = p["name"]?.stringValue
-        let (relays, keys) = try await run { () throws(FerryError) in
-            (try store.transports(space: space).filter { $0.kind == "relay" && (name == nil || $0.name == name) }, try sync.keyring.keys(for: space))
+        let (transports, keys) = try await run { () throws(FerryError) in
+            (try store.transports(space: space), try sync.keyring.keys(for: space))
         }
+        let relays = transports.filter { $0.kind == "relay" && (name == nil || $0.name == name) }
         guard let relay = relays.first, let location = TransportConfiguration.location(of: relay), let url = URL(string: location),
               let token = TransportConfiguration.token(of: relay) else {
+            if let name, let other = transports.first(where: { $0.name == name }) {
+                throw ErrorMapping.invalidArgument("name", "transport \(name) of space \(space) is a \(other.kind) transport, not a relay; "
+                    + "name a relay transport ('ferryctl transport ls' lists them)", interface: EngineInterface.name)
+            }
             if let name { throw ErrorMapping.transportNotFound(space: space, name: name) }
             throw ErrorMapping.invalidArgument("name", "space \(space) has no relay transport; add one first", interface: EngineInterface.name)
         }

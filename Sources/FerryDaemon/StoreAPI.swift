@@ -344,14 +344,28 @@ struct StoreAPI: Sendable {
         let info: Store.AttachmentInfo
         switch (p["data"]?.stringValue, p["path"]?.stringValue) {
         case (let data?, nil):
-            guard data.utf8.count <= (StoreAPI.maxInlineAttachment / 3 + 1) * 4,
-                  let bytes = Data(base64Encoded: data) else {
+            guard data.utf8.count <= (StoreAPI.maxInlineAttachment / 3 + 1) * 4 else {
                 throw ErrorMapping.invalidArgument("data", "data is base64 of at most \(StoreAPI.maxInlineAttachment) bytes; pass a path for larger files")
+            }
+            guard let bytes = Data(base64Encoded: data) else {
+                throw ErrorMapping.invalidArgument("data", "data is not valid base64 (standard alphabet, with padding)")
             }
             let array = [UInt8](bytes)
             info = try await run { () throws(FerryError) in try store.putAttachment(array, expectedSHA256: expected) }
         case (nil, let path?):
             guard path.hasPrefix("/") else { throw ErrorMapping.invalidArgument("path", "path must be absolute") }
+            // The caller's file: what is wrong with it is the caller's to fix, not a storage failure.
+            var st = stat()
+            guard stat(path, &st) == 0 else {
+                throw ErrorMapping.invalidArgument("path", "cannot read \(path): \(String(cString: strerror(errno))); pass an existing file ferryd may read")
+            }
+            guard st.st_mode & S_IFMT == S_IFREG else {
+                throw ErrorMapping.invalidArgument("path", "\(path) is not a regular file; pass a file")
+            }
+            guard access(path, R_OK) == 0 else {
+                throw ErrorMapping.invalidArgument("path", "ferryd cannot read \(path): \(String(cString: strerror(errno))); "
+                    + "make it readable by ferryd's user, or send the bytes as data")
+            }
             info = try await run { () throws(FerryError) in try store.putAttachment(fromFile: path, expectedSHA256: expected) }
         default:
             throw ErrorMapping.invalidArgument("data", "pass exactly one of data (base64) or path")

@@ -219,6 +219,12 @@ import FerryVarlink
         await expectRemoteError("io.ferry.Store.AttachmentMismatch") {
             _ = try await client.call("io.ferry.Store.PutAttachment", ["data": .string(small), "sha256": .string(String(repeating: "0", count: 64))])
         }
+        // The caller's mistakes are InvalidArgument, not a storage failure of ferryd's.
+        for bad: [String: JSONValue] in [["path": "/nonexistent/file"], ["path": .string(NSTemporaryDirectory())], ["data": "!!!notbase64"]] {
+            await expectRemoteError("io.ferry.Store.InvalidArgument") {
+                _ = try await client.call("io.ferry.Store.PutAttachment", bad)
+            }
+        }
         daemon.stop()
     }
 

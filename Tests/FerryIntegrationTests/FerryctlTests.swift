@@ -227,6 +227,10 @@ import Testing
                 && declared.stderr.contains("reload"), "\(declared)")
         #expect(declared.stdout.isEmpty, "\(declared)")
         #expect(try ctl.run(["transport", "ls"]).stdout.contains("declared"), "still there")
+        // A relay command named at a folder transport says what it is.
+        let notRelay = try ctl.run(["relay", "status", "declared"])
+        #expect(notRelay.status == 1 && notRelay.stderr.contains("declared") && notRelay.stderr.contains("is a folder transport, not a relay"),
+                "\(notRelay)")
         let changed = try ctl.run(["transport", "add", "declared", "folder", NSTemporaryDirectory()])
         #expect(changed.status == 1 && changed.stderr.contains("io.ferry.Engine.TransportDeclared")
                 && changed.stderr.contains("changing it here"), "\(changed)")

@@ -85,9 +85,10 @@ public enum StoreInterface {
     method PutAttachment(data: ?string, path: ?string, sha256: ?string) -> (sha256: string, size: int)
 
     # Reads an attachment: inline (base64) when it is at most maxInline bytes (default 1 MiB),
-    # otherwise the path of the daemon's own read-only copy. AttachmentMissing while its bytes
-    # are not here: a record from another device may arrive before its attachment, which the
-    # sync engine keeps fetching; Watch does not announce its arrival, so call again later.
+    # otherwise the path of the daemon's own file of it (mode 0400: read or copy it, never change
+    # it). AttachmentMissing while its bytes are not here: a record from another device may
+    # arrive before its attachment, which the sync engine keeps fetching; Watch does not
+    # announce its arrival, so call again later.
     method GetAttachment(sha256: string, maxInline: ?int) -> (sha256: string, size: int, data: ?string, path: ?string)
 
     # The versions of a record that lost a merge, newest first, as many as fit in one message.

@@ -381,6 +381,8 @@ struct StoreAPI: Sendable {
             throw ErrorMapping.invalidArgument("maxInline", "maxInline is 0 to \(StoreAPI.maxInlineAttachment)")
         }
         guard let path = store.attachmentPath(sha) else { throw ErrorMapping.varlink(.attachmentMissing(sha256: sha)) }
+        // Read-only before its path goes out (a store written before files were made 0400).
+        _ = chmod(path, 0o400)
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
         var reply: [String: JSONValue] = ["sha256": .string(sha), "size": .int(Int64(size))]
         if size <= maxInline {

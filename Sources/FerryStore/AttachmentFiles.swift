@@ -4,7 +4,8 @@ import Foundation
 
 /// Attachment bytes on disk: `attachments/<first two hex digits>/<sha256>`, written to
 /// `attachments/tmp/` first, verified, synced and renamed into place, so a file under its final
-/// name is always complete and always hashes to its name.
+/// name is always complete and always hashes to its name. Files are mode 0400: `GetAttachment`
+/// hands out their paths, and a client must not change them by mistake.
 enum AttachmentFiles {
     static func path(_ sha: String, root: String) -> String {
         root + "/" + sha.prefix(2) + "/" + sha
@@ -27,7 +28,7 @@ enum AttachmentFiles {
         if let expected, expected != sha { throw .attachmentMismatch(expected: expected, actual: sha) }
         if exists(sha, root: root) { return sha }
         let tmp = root + "/tmp/" + UUID().uuidString
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o400)
         guard fd >= 0 else { throw ioError("creating \(tmp)") }
         var ok = bytes.withUnsafeBytes { buffer -> Bool in
             var offset = 0
@@ -51,7 +52,7 @@ enum AttachmentFiles {
         guard input >= 0 else { throw ioError("opening \(source)") }
         defer { close(input) }
         let tmp = root + "/tmp/" + UUID().uuidString
-        let output = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let output = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o400)
         guard output >= 0 else { throw ioError("creating \(tmp)") }
         var hasher = SHA256()
         var size = 0

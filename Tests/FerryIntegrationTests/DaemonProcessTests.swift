@@ -210,6 +210,8 @@ import FerryVarlink
         let path = try #require(gotBig["path"]?.stringValue)
         #expect(FileManager.default.contents(atPath: path) == big)
         #expect(gotBig["data"] == nil && gotBig["size"] == .int(Int64(big.count)))
+        // The daemon's own file, handed out read-only.
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o400)
 
         let record = try await client.call("io.ferry.Store.Put", ["entity": "doc", "payload": [:], "attachments": [put["sha256"]!, putBig["sha256"]!]])
         #expect(record.at("record", "attachments")?.arrayValue?.count == 2)

@@ -261,6 +261,10 @@ struct StoreAPI: Sendable {
     func watch(_ p: [String: JSONValue], _ sink: VarlinkReplySink) async throws(VarlinkError) -> [String: JSONValue] {
         var spaces: Set<String>? = [Store.privateSpace]
         if let list = p["spaces"]?.arrayValue {
+            // An empty list would follow nothing, for ever.
+            guard !list.isEmpty else {
+                throw ErrorMapping.invalidArgument("spaces", "spaces is empty, which matches no change; leave it out for the private space, or [\"*\"] for all")
+            }
             let names = list.compactMap(\.stringValue)
             spaces = names.contains("*") ? nil : Set(names)
         }
@@ -270,6 +274,12 @@ struct StoreAPI: Sendable {
             }
         }
         let entities = p["entities"]?.arrayValue.map { Set($0.compactMap(\.stringValue)) }
+        if let entities {
+            guard !entities.isEmpty else {
+                throw ErrorMapping.invalidArgument("entities", "entities is empty, which matches no change; leave it out to follow every entity kind")
+            }
+            for entity in entities where !Names.isValidName(entity) { throw ErrorMapping.varlink(.invalidEntity(String(entity.prefix(80)))) }
+        }
         let wakeups = hub.subscribe()   // before reading, so no commit falls between
         var cursor = p["since"]?.intValue ?? hub.lastSeq
         if cursor < 0 { throw ErrorMapping.invalidArgument("since", "since is a cursor from an earlier reply (0 or more)") }

@@ -51,6 +51,12 @@ import FerryVarlink
              "io.ferry.Store.InvalidArgument"),
             ("an id cursor for the stamp order", Array(Self.call("io.ferry.Store.List", #"{"entity":"note","order":"stamp","after":"N1"}"#).utf8),
              "io.ferry.Store.InvalidArgument"),
+            ("a Watch of no space", Array(#"{"method":"io.ferry.Store.Watch","parameters":{"spaces":[]},"more":true}"#.utf8) + [0],
+             "io.ferry.Store.InvalidArgument"),
+            ("a Watch of no entity", Array(#"{"method":"io.ferry.Store.Watch","parameters":{"entities":[]},"more":true}"#.utf8) + [0],
+             "io.ferry.Store.InvalidArgument"),
+            ("a Watch of a bad entity name", Array(#"{"method":"io.ferry.Store.Watch","parameters":{"entities":["BAD"]},"more":true}"#.utf8) + [0],
+             "io.ferry.Store.InvalidEntity"),
             ("10,000-deep nesting", Array(#"{"method":"io.ferry.Store.Put","parameters":{"entity":"n","payload":{"a":"#.utf8)
                 + Array(repeating: UInt8(ascii: "["), count: 10_000) + Array(repeating: UInt8(ascii: "]"), count: 10_000) + Array("}}}".utf8) + [0], nil),
             ("invalid UTF-8 in a string", Array(#"{"method":"io.ferry.Store.Get","parameters":{"entity":"n","id":""#.utf8) + [0xC3, 0x28] + Array(#""}}"#.utf8) + [0], nil),

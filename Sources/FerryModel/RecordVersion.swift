@@ -115,7 +115,31 @@ extension RecordVersion {
         case .success(let top):
             throw .invalidPayload(entity: entity, id: id, reason: "the payload must be a JSON object, not \(top)")
         case .failure(let error):
-            throw .invalidPayload(entity: entity, id: id, reason: error.description)
+            throw .invalidPayload(entity: entity, id: id, reason: payloadProblem(error, in: payload, limits: limits))
+        }
+    }
+
+    /// What is wrong with a payload's JSON, in words, and what to do about it.
+    static func payloadProblem(_ error: JSONError, in payload: String, limits: RecordLimits) -> String {
+        switch error.kind {
+        case .duplicateKey:
+            // The offset is the key's opening quote: quote the key as it was written.
+            let bytes = Array(payload.utf8)
+            var end = error.offset + 1
+            while end < bytes.count, end - error.offset <= 80 {
+                if bytes[end] == UInt8(ascii: "\\") { end += 2; continue }
+                if bytes[end] == UInt8(ascii: "\"") { end += 1; break }
+                end += 1
+            }
+            let key = error.offset < bytes.count ? String(decoding: bytes[error.offset..<min(end, bytes.count)], as: UTF8.self) : "?"
+            return "the key \(key) appears twice in one object (byte \(error.offset)); keys of a JSON object must be unique: keep one"
+        case .invalidNumber:
+            return "the number at byte \(error.offset) is beyond what a double holds (about ±1.8e308) or not a JSON number; "
+                + "send a value that large as a string"
+        case .tooDeep:
+            return "the payload nests deeper than \(limits.maxPayloadDepth) levels (at byte \(error.offset)); flatten it"
+        default:
+            return error.description + "; send the text of one JSON object"
         }
     }
 }

@@ -143,6 +143,11 @@ import FerryVarlink
         }
         let list = Self.roundTrip(socket, "io.ferry.Store.List", #"{"entity":"n"}"#)
         #expect(list.contains(#""records":[]"#), "nothing was written: \(list)")
+        // The message names what is wrong and what to do.
+        let twice = Self.roundTrip(socket, "io.ferry.Store.Put", #"{"entity":"n","payload":{"title":1,"title":2}}"#)
+        #expect(twice.contains(#"the key \"title\" appears twice"#) && twice.contains("keep one"), "\(twice)")
+        let huge = Self.roundTrip(socket, "io.ferry.Store.Put", #"{"entity":"n","payload":{"n":1e400}}"#)
+        #expect(huge.contains("beyond what a double holds") && huge.contains("as a string"), "\(huge)")
         daemon.stop()
     }
 

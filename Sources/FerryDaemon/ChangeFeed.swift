@@ -25,6 +25,8 @@ final class ChangeFeed: Sendable {
         case fellBehind(cursor: Int64)
         /// The client left (or the call was cancelled).
         case gone(cursor: Int64)
+        /// ferryd is stopping: the watcher is told to resume from `cursor` once it is back.
+        case stopping(cursor: Int64)
     }
 
     /// A watcher in live mode: changes are pushed to it from the committing thread.
@@ -48,6 +50,7 @@ final class ChangeFeed: Sendable {
         var latest: [String: Int64] = [:]
         var live: [UInt64: Live] = [:]
         var nextLiveID: UInt64 = 0
+        var stopping = false
     }
 
     private let state: Mutex<State>
@@ -112,6 +115,7 @@ final class ChangeFeed: Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<LiveEnd, Never>) in
                 let immediate: LiveEnd? = state.withLock { s in
                     if Task.isCancelled { return .gone(cursor: cursor) }
+                    if s.stopping { return .stopping(cursor: cursor) }
                     do { try catchUp(&s) } catch { return .fellBehind(cursor: cursor) }
                     if s.through != cursor { return .fellBehind(cursor: cursor) }
                     s.live[id] = Live(sink: sink, spaces: spaces, entities: entities, cursor: cursor, end: continuation)
@@ -124,6 +128,20 @@ final class ChangeFeed: Sendable {
             entry?.end.resume(returning: .gone(cursor: entry?.cursor ?? cursor))
         }
     }
+
+    /// ferryd is stopping: every live watcher ends at once with `.stopping` (and so does one
+    /// that would go live from now on), instead of holding the shutdown until its grace ends.
+    func stop() {
+        let ended = state.withLock { s -> [Live] in
+            s.stopping = true
+            defer { s.live = [:] }
+            return Array(s.live.values)
+        }
+        for entry in ended { entry.end.resume(returning: .stopping(cursor: entry.cursor)) }
+    }
+
+    /// Whether `stop` was called.
+    var isStopping: Bool { state.withLock { $0.stopping } }
 
     /// Pushes what was just committed to every live watcher. Called after each commit, on
     /// the committing thread (ferryd's event loop for API writes, so the changes are written

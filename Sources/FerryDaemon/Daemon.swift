@@ -198,6 +198,9 @@ public enum Daemon {
         }
         logger.info("stopping: finishing in-flight calls")
         SystemdNotifier.stopping(status: "stopping")
+        // Watchers end now, told where to resume; they would otherwise hold the stop for its grace.
+        feed.stop()
+        hub.stop()
         await server.stop(gracePeriod: .seconds(5))
         await sync.stop()
         engineTask.cancel()

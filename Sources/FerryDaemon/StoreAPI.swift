@@ -316,6 +316,8 @@ struct StoreAPI: Sendable {
                     case .gone(let at):
                         cursor = at
                         return ["cursor": .int(cursor)]
+                    case .stopping(let at):
+                        throw Self.stopping(at: at)
                     }
                 } else {
                     let page = try await run { () throws(FerryError) in
@@ -330,6 +332,7 @@ struct StoreAPI: Sendable {
                 }
                 guard await iterator.next() != nil else { break }
             }
+            if feed.isStopping { throw Self.stopping(at: cursor) }
         } catch VarlinkSinkError.peerTooSlow {
             logger.notice("watcher too slow; told it to resume from cursor \(cursor)")
             throw VarlinkError(StoreInterface.name + ".ResumeFromCursor", parameters: [
@@ -342,6 +345,14 @@ struct StoreAPI: Sendable {
             // The peer went away or the call was cancelled: nothing to answer.
         }
         return ["cursor": .int(cursor)]
+    }
+
+    /// What a watcher is told when ferryd stops: where to resume.
+    static func stopping(at cursor: Int64) -> VarlinkError {
+        VarlinkError(StoreInterface.name + ".ResumeFromCursor", parameters: [
+            "cursor": .int(cursor),
+            "message": .string("ferryd is stopping: call Watch again with since=\(cursor) once it is back"),
+        ])
     }
 
     // MARK: Attachments

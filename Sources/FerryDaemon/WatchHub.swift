@@ -8,6 +8,7 @@ final class WatchHub: Sendable {
         var last: Int64
         var waiters: [UInt64: AsyncStream<Int64>.Continuation] = [:]
         var nextID: UInt64 = 0
+        var stopped = false
     }
     private let state: Mutex<State>
 
@@ -27,14 +28,29 @@ final class WatchHub: Sendable {
         for waiter in waiters { waiter.yield(seq) }
     }
 
+    /// Ends every stream of wake-ups (ferryd is stopping); streams asked for later end at once.
+    func stop() {
+        let waiters = state.withLock { s -> [AsyncStream<Int64>.Continuation] in
+            s.stopped = true
+            defer { s.waiters = [:] }
+            return Array(s.waiters.values)
+        }
+        for waiter in waiters { waiter.finish() }
+    }
+
     /// A stream of wake-ups (the newest sequence number), ending when the caller stops
-    /// iterating. Only the newest pending value is kept.
+    /// iterating or ferryd stops. Only the newest pending value is kept.
     func subscribe() -> AsyncStream<Int64> {
         let (stream, continuation) = AsyncStream<Int64>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let id = state.withLock { s -> UInt64 in
+        let id = state.withLock { s -> UInt64? in
+            if s.stopped { return nil }
             s.nextID += 1
             s.waiters[s.nextID] = continuation
             return s.nextID
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
         }
         continuation.onTermination = { [weak self] _ in
             _ = self?.state.withLock { $0.waiters.removeValue(forKey: id) }

@@ -141,6 +141,32 @@ import FerryVarlink
         daemon.stop()
     }
 
+    /// A stopping ferryd tells each open watcher where to resume (ResumeFromCursor with the
+    /// cursor of the last change it was sent), rather than dropping it without a word.
+    @Test func aStoppingDaemonTellsWatchersWhereToResume() async throws {
+        let daemon = try DaemonHarness(config: "[Store]\nDurability=normal\n", name: "watch-stop")
+        try daemon.start()
+        let client = try daemon.client()
+        let writer = try daemon.client()
+        var stream = client.callMore("io.ferry.Store.Watch", [:]).makeAsyncIterator()
+        _ = try await stream.next()
+        _ = try await writer.call("io.ferry.Store.Put", ["entity": "note", "id": "S1", "payload": [:]])
+        let change = try #require(try await stream.next())
+        let cursor = try #require(change["cursor"]?.intValue)
+        writer.close()
+        let stopping = Task { daemon.stop() }
+        do {
+            while try await stream.next() != nil {}
+            Issue.record("the stream ended without an error")
+        } catch let error as VarlinkClientError {
+            #expect(error.remoteError?.name == "io.ferry.Store.ResumeFromCursor", "\(error)")
+            #expect(error.remoteError?.parameters["cursor"]?.intValue == cursor, "\(error)")
+            #expect(error.remoteError?.parameters["message"]?.stringValue?.contains("stopping") == true, "\(error)")
+        }
+        #expect(await stopping.value == 0)
+        client.close()
+    }
+
     /// A caught-up watcher sees every record of a commit larger than the shared feed holds
     /// (one PutMany of 10,000): it falls back to reading the store, skipping nothing.
     @Test func aWatcherSeesEveryRecordOfACommitLargerThanTheFeed() async throws {

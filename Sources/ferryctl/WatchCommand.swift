@@ -11,7 +11,8 @@ enum WatchCommand: Command {
         Each line is: CURSOR SPACE ENTITY ID put|delete PAYLOAD. The cursor of the last line
         seen, passed as --since, resumes after it (across daemon restarts too) with nothing
         skipped. Without --since the watch starts at the current end of the change log.
-        If ferryd says the watcher fell behind, ferryctl resumes from its cursor by itself.
+        If ferryd says the watcher fell behind, ferryctl resumes from its cursor by itself; if
+        ferryd goes away, the watch ends (exit 1) saying which --since resumes it.
         With --json every reply of the daemon is printed as one JSON document per line: the
         first carries only the starting cursor.
         """
@@ -33,22 +34,30 @@ enum WatchCommand: Command {
             spaces = FerryClient.allSpaces
         }
         let client = try context.connect()
+        var watched = false
         while true {
             do throws(FerryClientError) {
                 try await follow(client, since: since, spaces: spaces, entities: entities, json: context.json) { cursor in
                     since = cursor
+                    watched = true
                 }
                 return
             } catch {
-                // A watcher that fell behind is told where to resume: do so, as tail -f would.
+                // A watcher told where to resume (it fell behind, or ferryd is stopping) does so,
+                // as tail -f would.
                 if error.remoteErrorName == "ResumeFromCursor", case .remote(_, _, let parameters) = error {
                     let cursor = parameters["cursor"]?.intValue ?? since ?? 0
-                    Output.note("ferryctl: fell behind; resuming after cursor \(cursor)")
+                    let why = parameters["message"]?.stringValue ?? "fell behind"
+                    Output.note("ferryctl: \(why); resuming after cursor \(cursor)")
                     since = cursor
                     continue
                 }
-                if case .connectionClosed = error, let since {
-                    throw .local(error.description + "; resume with 'ferryctl watch --since \(since)'")
+                // The daemon went away during the watch: it ends, saying where to pick it up.
+                switch error {
+                case .connectionClosed, .daemonNotRunning, .nobodyListening:
+                    if watched, let since { throw .local(error.description + "; resume with 'ferryctl watch --since \(since)'") }
+                default:
+                    break
                 }
                 throw .client(error)
             }

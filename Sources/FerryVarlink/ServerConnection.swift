@@ -285,7 +285,6 @@ final class ServerConnection: EventLoopHandler {
         }
     }
 
-    /// Closes at once: cancels the running call's task and fails its sink.
     /// The input broke the protocol, so nothing after it can be read: the calls before it were
     /// answered (calls run one at a time), and those answers still go out before the close.
     private func closeAfterAnswers() {
@@ -294,6 +293,7 @@ final class ServerConnection: EventLoopHandler {
         flush()
     }
 
+    /// Closes at once: cancels the running call's task and fails its sink.
     func close() {
         guard !closed else { return }
         closed = true

@@ -277,7 +277,8 @@ struct EngineAPI: Sendable {
             return TransportConfiguration.relay(url: url, token: token)
         }
         guard let code, !code.isEmpty, code.utf8.count < 128 else {
-            throw .init(parameter: "code", message: "a relay transport needs --code CODE (from 'ferryctl relay pair' on a paired device) or --token TOKEN")
+            throw .init(parameter: "code", message: "a relay transport needs a pairing code (code: from RelayPairingCode, "
+                + "'ferryctl relay pair', on a device already syncing through the relay) or a token from the relay's operator (token)")
         }
         let keys = try await ownerKeys(space)
         let grant: RelayAccount.Grant

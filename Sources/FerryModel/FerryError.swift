@@ -65,13 +65,13 @@ public enum FerryError: Error, Sendable, Equatable, CustomStringConvertible {
         case .immutableRecord(let e, let id):
             return "\(e)/\(id) belongs to an immutable entity kind and already exists: write a new record instead of changing it"
         case .notFound(let s, let e, let id):
-            return "no record \(e)/\(id) in space \(s)"
+            return "no record \(e)/\(id) in space \(s); check the entity, id and space (List shows the ids)"
         case .invalidSpaceName(let s):
             return "invalid space name \(quoted(s)): use 1 to 64 characters of a-z, 0-9, '_', '.', '-', starting with a letter"
         case .spaceNotFound(let s):
             return "no space named \(quoted(s)): list spaces with 'ferryctl space ls' or create it with 'ferryctl space create'"
         case .spaceExists(let s):
-            return "a space named \(quoted(s)) already exists"
+            return "a space named \(quoted(s)) already exists; use it, or pick another name"
         case .batchTooLarge(let count, let limit):
             return "batch of \(count) records is over the limit of \(limit): split it into smaller batches"
         case .attachmentMissing(let sha):

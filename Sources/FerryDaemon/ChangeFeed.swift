@@ -150,7 +150,7 @@ final class ChangeFeed: Sendable {
     func publish(_ commit: CommittedChanges? = nil) {
         state.withLock { s in
             guard !s.live.isEmpty else { return }
-            if let commit, commit.after == s.through { append(commit, to: &s) }
+            if let commit { take(commit, into: &s) }
             do { try catchUp(&s) } catch { return }
             for (id, entry) in s.live {
                 var lo = 0, hi = s.items.count
@@ -205,9 +205,11 @@ final class ChangeFeed: Sendable {
     /// Takes the changes of `commit` into the feed when it holds everything before them (as
     /// `publish` does with live watchers); otherwise the feed reads them from the store later.
     func take(_ commit: CommittedChanges) {
-        state.withLock { s in
-            if commit.after == s.through { append(commit, to: &s) }
-        }
+        state.withLock { s in take(commit, into: &s) }
+    }
+
+    private func take(_ commit: CommittedChanges, into s: inout State) {
+        if commit.after == s.through { append(commit, to: &s) }
     }
 
     /// Adds the changes of the commit right after `s.through`, as the store would give them:

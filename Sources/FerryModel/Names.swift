@@ -35,9 +35,14 @@ public enum Names {
 
     /// True for a lowercase hex SHA-256 (64 characters 0-9a-f).
     public static func isSHA256Hex(_ s: String) -> Bool {
+        isLowercaseHex(s, count: 64)
+    }
+
+    /// True for exactly `count` characters 0-9a-f.
+    public static func isLowercaseHex(_ s: String, count: Int) -> Bool {
         var s = s
         return s.withUTF8 { b in
-            b.count == 64 && b.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+            b.count == count && b.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
         }
     }
 }

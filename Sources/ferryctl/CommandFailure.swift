@@ -34,6 +34,12 @@ enum CommandFailure: Error {
         self = .usage(error.message)
     }
 
+    /// `entity/id` is not in the space (exit 3), with where to find the ids (`ls` with
+    /// `lsOptions`).
+    static func unknownRecord(_ entity: String, _ id: String, space: String?, lsOptions: String = "") -> CommandFailure {
+        .notFound("no record \(entity)/\(id) in space \(space ?? "private"): list the ids with 'ferryctl ls \(entity)\(lsOptions)'")
+    }
+
     var exitCode: ExitCode {
         switch self {
         case .usage: return .usage

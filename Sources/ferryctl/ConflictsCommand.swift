@@ -43,8 +43,7 @@ enum ConflictsCommand: Command {
             }
             if record == nil {
                 if context.json { Output.json(.object(["versions": .array([])])) }
-                throw .notFound("no record \(entity)/\(id) in space \(context.space ?? "private"): "
-                    + "list the ids with 'ferryctl ls \(entity) --all'")
+                throw .unknownRecord(entity, id, space: context.space, lsOptions: " --all")
             }
         }
         if context.json {

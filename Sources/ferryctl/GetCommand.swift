@@ -23,8 +23,7 @@ enum GetCommand: Command {
             Output.json(.object(reply))
         }
         guard let record else {
-            throw .notFound("no record \(entity)/\(id) in space \(context.space ?? "private"): "
-                + "list the ids with 'ferryctl ls \(entity)'")
+            throw .unknownRecord(entity, id, space: context.space)
         }
         if !context.json { Output.out(Format.recordView(record)) }
     }

@@ -21,8 +21,7 @@ enum RmCommand: Command {
             }
         } catch {
             if case .client(let e) = error, e.isNotFound {
-                throw .notFound("no record \(entity)/\(id) in space \(context.space ?? "private"): "
-                    + "list the ids with 'ferryctl ls \(entity)'")
+                throw .unknownRecord(entity, id, space: context.space)
             }
             throw error
         }

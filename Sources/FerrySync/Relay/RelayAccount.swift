@@ -1,4 +1,5 @@
 import FerryJSON
+import FerryModel
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -47,7 +48,7 @@ public enum RelayAccount {
 
     /// Whether `text` is a relay token id: 16 lowercase hex digits.
     public static func isTokenID(_ text: String) -> Bool {
-        text.utf8.count == 16 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+        Names.isLowercaseHex(text, count: 16)
     }
 
     /// Revokes the owner's token `id` with `token` (another token of the owner). A token the

@@ -250,7 +250,7 @@ public final class RelayTransport: Transport {
     }
 
     private static func check(_ key: BlobKey) throws(TransportFailure) {
-        guard key.utf8.count == 64, key.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+        guard Names.isLowercaseHex(key, count: 64) else {
             throw .rejected("a blob key is 64 lowercase hex digits")
         }
     }

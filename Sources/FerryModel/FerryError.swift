@@ -57,11 +57,11 @@ public enum FerryError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidStamp(let s, let reason):
             return "invalid stamp \(quoted(s)): \(reason)"
         case .invalidPayload(let e, let id, let reason):
-            return "invalid payload for \(e)/\(id): \(reason)"
+            return "invalid payload for \(record(e, id)): \(reason)"
         case .payloadTooLarge(let e, let id, let size, let limit):
-            return "payload for \(e)/\(id) is \(size) bytes, over the limit of \(limit): store large data as an attachment"
+            return "payload for \(record(e, id)) is \(size) bytes, over the limit of \(limit): store large data as an attachment"
         case .invalidAttachmentReference(let e, let id, let r):
-            return "record \(e)/\(id) references attachment \(quoted(r)), which is not a lowercase hex SHA-256 (64 characters 0-9a-f)"
+            return "\(record(e, id)) references attachment \(quoted(r)), which is not a lowercase hex SHA-256 (64 characters 0-9a-f)"
         case .immutableRecord(let e, let id):
             return "\(e)/\(id) belongs to an immutable entity kind and already exists: write a new record instead of changing it"
         case .notFound(let s, let e, let id):
@@ -89,6 +89,22 @@ public enum FerryError: Error, Sendable, Equatable, CustomStringConvertible {
         case .storage(let context, let message):
             return "storage failure while \(context): \(message); check free disk space and the state directory's permissions"
         }
+    }
+
+    /// The same error about a record written without an id: its id is left empty, since the
+    /// one the store made up for it was never stored and nobody should look for it.
+    public func aboutRecordWithoutID() -> FerryError {
+        switch self {
+        case .invalidPayload(let e, _, let reason): .invalidPayload(entity: e, id: "", reason: reason)
+        case .payloadTooLarge(let e, _, let size, let limit): .payloadTooLarge(entity: e, id: "", size: size, limit: limit)
+        case .invalidAttachmentReference(let e, _, let r): .invalidAttachmentReference(entity: e, id: "", reference: r)
+        default: self
+        }
+    }
+
+    /// `entity/id`, or for a record written without an id, words that say so.
+    private func record(_ entity: String, _ id: String) -> String {
+        id.isEmpty ? "the new \(entity) record (written without an id)" : "record \(entity)/\(id)"
     }
 
     private func quoted(_ s: String) -> String {

@@ -163,7 +163,11 @@ extension Store {
                 let id = request.id ?? configuration.newID()
                 let version = RecordVersion(entity: request.entity, id: id, hlc: Stamp(millis: 0, counter: 0, node: nodeID),
                                             deleted: false, payload: request.payload, attachments: request.attachments)
-                try version.validate(limits: configuration.limits, payloadIsWellFormed: request.payloadIsWellFormed)
+                do throws(FerryError) {
+                    try version.validate(limits: configuration.limits, payloadIsWellFormed: request.payloadIsWellFormed)
+                } catch {
+                    throw request.id == nil ? error.aboutRecordWithoutID() : error
+                }
                 if requests.count > 1, !seen.insert(Array(request.entity.utf8) + [0] + Array(id.utf8)).inserted {
                     throw .invalidID(entity: request.entity, id: id, reason: "the batch holds this record more than once")
                 }

@@ -49,6 +49,35 @@ import Testing
         try assertUnchanged(store, before, seq)
     }
 
+    /// A refused record written without an id is not named by an id the store made up and
+    /// never stored.
+    @Test func aRefusedRecordWithoutAnIDIsNotNamedByAMadeUpOne() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.put(entity: "note", id: "ok", payload: "{}")
+        let before = try store.digest(), seq = store.lastSeq
+        let cases: [(PutRequest, FerryError)] = [
+            (PutRequest(entity: "note", payload: "[1]"), .invalidPayload(entity: "note", id: "", reason: "a payload must be a JSON object")),
+            (PutRequest(entity: "note", payload: "{\"a\":\"" + String(repeating: "x", count: 1 << 20) + "\"}"),
+             .payloadTooLarge(entity: "note", id: "", size: (1 << 20) + 8, limit: store.configuration.limits.maxPayloadBytes)),
+            (PutRequest(entity: "note", payload: "{}", attachments: ["nothex"]),
+             .invalidAttachmentReference(entity: "note", id: "", reference: "nothex")),
+        ]
+        for (request, expected) in cases {
+            let error = #expect(throws: FerryError.self) { try store.putMany([request]) }
+            #expect(error?.code == expected.code)
+            switch (error, expected) {
+            case (.invalidPayload(let e, let id, _)?, .invalidPayload(let e2, let id2, _)): #expect(e == e2 && id == id2)
+            default: #expect(error == expected)
+            }
+            #expect(error?.description.contains("the new note record (written without an id)") == true, "\(String(describing: error))")
+            try assertUnchanged(store, before, seq)
+        }
+        // With an id, the id names it.
+        let named = #expect(throws: FerryError.self) { try store.putMany([PutRequest(entity: "note", id: "n1", payload: "[1]")]) }
+        #expect(named?.description.contains("record note/n1") == true)
+    }
+
     @Test func remoteVersionsWithMalformedFieldsAreRejectedOneByOne() throws {
         let dir = TempDir()
         let store = try makeStore(dir)

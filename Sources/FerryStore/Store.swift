@@ -68,11 +68,9 @@ public final class Store: @unchecked Sendable {
             nodeID = node
             replacedNodeID = replaced
             // Checkpoints run on their own thread, off the commit path.
-            try db.execute("PRAGMA wal_autocheckpoint = 0")
-            try db.execute("PRAGMA journal_size_limit = \(64 << 20)")
             checkpointer = try Checkpointer(path: configuration.databasePath) { try Store.configure($0, configuration) }
             writer = Writer(db: db, config: configuration, catalog: catalog, clock: clock, lastSeq: lastSeq,
-                            checkpointer: checkpointer)
+                            logWatch: try LogWatch(db: db, checkpointer: checkpointer))
             queue = WriteQueue(writer: writer)
             let readDB = try Database(path: configuration.databasePath)
             try Store.configure(readDB, configuration)

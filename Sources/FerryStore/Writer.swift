@@ -32,22 +32,11 @@ final class Writer: @unchecked Sendable {
     private var batchChanges: [Record] = []
     /// Told of every commit that added changes, with those changes.
     var onCommit: (@Sendable (CommittedChanges) -> Void)?
-    /// Runs the checkpoints; nudged every `pagesPerCheckpoint` pages logged.
-    private let checkpointer: Checkpointer?
-    /// Pages in the write-ahead log after the last commit, and when the checkpointer was last
-    /// asked to copy them back (told by SQLite's WAL hook, with no system call).
-    private var logPages = 0
-    private var logPagesAtNudge = 0
-    /// The checkpointer is nudged every this many pages logged (32 MiB of 4 KiB pages): rarely
-    /// enough that a page written again and again is copied back once, not each time (nudging
-    /// every 1,000 pages, SQLite's default, cost bulk writes a third of their speed here).
-    private static let pagesPerCheckpoint = 8192
-    /// Past this, the writer checkpoints itself (see `runBatch`).
-    private static let maxLogBytes: Int = 64 << 20
-    private let maxLogPages: Int
+    /// Nudges the checkpointer as the log grows, and keeps the log bounded.
+    private let logWatch: LogWatch
 
     init(db: Database, config: StoreConfiguration, catalog: Catalog, clock: HybridClock, lastSeq: Int64,
-         checkpointer: Checkpointer?) {
+         logWatch: LogWatch) {
         self.db = db
         self.config = config
         self.catalog = catalog
@@ -55,10 +44,7 @@ final class Writer: @unchecked Sendable {
         self.clockCeiling = clock.last
         self.committedSeq = lastSeq
         self.seq = lastSeq
-        self.checkpointer = checkpointer
-        let pageSize = Int((try? db.scalarInt("PRAGMA page_size")) ?? 4096)
-        maxLogPages = Self.maxLogBytes / max(pageSize, 512)
-        watchLog()
+        self.logWatch = logWatch
     }
 
     var node: NodeID { clock.node }
@@ -129,12 +115,7 @@ final class Writer: @unchecked Sendable {
             seq = seqBefore
             return
         }
-        // Under a steady stream of writes a background checkpoint never finds the log idle
-        // enough to start it over; past a size, the writer does it itself (and
-        // journal_size_limit then trims the file), so the log stays bounded.
-        if logPages > maxLogPages {
-            _ = try? db.execute("PRAGMA wal_checkpoint(RESTART)")
-        }
+        logWatch.afterCommit()
         let actions = afterCommit
         afterCommit.removeAll()
         for action in actions { action() }
@@ -146,21 +127,6 @@ final class Writer: @unchecked Sendable {
             let commit = CommittedChanges(after: committedSeq, through: seq, records: changes)
             committedSeq = seq
             onCommit?(commit)
-        }
-    }
-
-    /// Follows the log's size through SQLite's WAL hook: nudges the checkpointer every
-    /// `pagesPerCheckpoint` pages. (The log starts over after a checkpoint, so a count smaller
-    /// than the last one means a new log.)
-    private func watchLog() {
-        let checkpointer = self.checkpointer
-        db.onWALCommit { [unowned self] pages in
-            if pages < logPages { logPagesAtNudge = 0 }
-            logPages = pages
-            if pages - logPagesAtNudge >= Self.pagesPerCheckpoint {
-                logPagesAtNudge = pages
-                checkpointer?.nudge()
-            }
         }
     }
 

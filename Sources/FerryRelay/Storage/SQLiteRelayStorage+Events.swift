@@ -33,7 +33,7 @@ extension SQLiteRelayStorage {
         }
         do {
             try db.execute("COMMIT")
-            checkpointer.nudge()
+            logWatch.afterCommit()
         } catch {
             try? db.execute("ROLLBACK")
             for job in jobs { job.result = .failure(.database(context: "storing events", message: "\(error)")) }

@@ -14,20 +14,25 @@ public final class SQLiteRelayStorage: RelayStorage, @unchecked Sendable {
     let pushGroup = PushGroup()
     /// Checkpoints the WAL on a thread of its own, so that no push pays for one.
     let checkpointer: Checkpointer
+    /// Nudges the checkpointer as the log grows, and keeps the log bounded under a steady
+    /// stream of pushes.
+    let logWatch: LogWatch
     public let path: String
 
     /// Opens (creating and migrating) the database at `path`.
-    /// - Parameter synchronous: `FULL` survives power loss, `NORMAL` a crash of the process.
+    /// - Parameters:
+    ///   - synchronous: `FULL` survives power loss, `NORMAL` a crash of the process.
+    ///   - maxLogBytes: past this, the write-ahead log is started over after a commit (`LogWatch`).
     /// - Throws: `RelayStorageError.database` when it cannot be opened or migrated.
-    public init(path: String, synchronous: String = "FULL") throws(RelayStorageError) {
+    public init(path: String, synchronous: String = "FULL", maxLogBytes: Int = LogWatch.defaultMaxBytes) throws(RelayStorageError) {
         self.path = path
         do {
             db = try Database(path: path)
             try RelaySchema.migrate(db)
             try db.execute("PRAGMA synchronous=\(synchronous == "NORMAL" ? "NORMAL" : "FULL"); PRAGMA foreign_keys=ON")
             // Commits sync the WAL only; the checkpointer copies it back off the push path.
-            try db.execute("PRAGMA wal_autocheckpoint=0")
             checkpointer = try Checkpointer(path: path) { try $0.execute("PRAGMA busy_timeout=5000") }
+            logWatch = try LogWatch(db: db, checkpointer: checkpointer, maxBytes: maxLogBytes)
         } catch {
             throw .database(context: "opening \(path)", message: "\(error)")
         }
@@ -39,7 +44,10 @@ public final class SQLiteRelayStorage: RelayStorage, @unchecked Sendable {
     func locked<T>(_ context: String, write: Bool = false, _ body: () throws -> T) throws(RelayStorageError) -> T {
         lock.lock(); defer { lock.unlock() }
         do {
-            return write ? try db.transaction { try body() } : try body()
+            guard write else { return try body() }
+            let result = try db.transaction { try body() }
+            logWatch.afterCommit()
+            return result
         } catch let error as RelayStorageError {
             throw error
         } catch {

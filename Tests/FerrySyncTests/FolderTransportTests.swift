@@ -163,13 +163,22 @@ import Testing
         let frame = Frame.headerSize + batch[0].encoded.count
         bytes[FolderFileHeader.encodedSize + frame + 40] ^= 0xFF  // inside the second frame
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        let r = reader()
+        let now = TestClock(millis: 1_000_000)
+        var options = FolderFixture.options()
+        options.wallClock = { now.millis }
+        let r = FolderTransport(name: "folder", path: b.path, owner: FolderFixture.owner, device: FolderFixture.reader, options: options)
         let got = try await r.drain(from: nil)
         #expect(got.envelopes == [batch[0], batch[2]])
         #expect(got.unreadable.count == 1 && got.unreadable[0].contains("seg-0000000000000001.fseg"))
         let status = await r.status()
         #expect(status.state == "corrupt-frames" && status.details["corrupt-frames"] == "1")
+        #expect(status.details["last-corrupt-frame-ms"] == "1000000")
         #expect(try await r.drain(from: got.cursor).unreadable.isEmpty)  // reported once
+        // What is wrong now, not since the start: an hour later the state is ok again; the
+        // figures stay.
+        now.millis += 3_600_000
+        let later = await r.status()
+        #expect(later.state == "ok" && later.details["corrupt-frames"] == "1" && later.details["last-corrupt-frame-ms"] == "1000000")
     }
 
     @Test mutating func aDeletedSegmentIsSkippedAndItsSnapshotRead() async throws {
@@ -350,5 +359,17 @@ import Testing
 
     @Test func aCursorFromElsewhereIsRejected() async throws {
         await #expect(throws: TransportFailure.self) { try await reader().pull(after: "relay:17", limit: 10, wait: .zero) }
+    }
+}
+
+/// A wall clock a test moves by hand.
+final class TestClock: @unchecked Sendable {
+    // @unchecked: `stored` is only touched with `lock` held.
+    private let lock = NSLock()
+    private var stored: Int64
+    init(millis: Int64) { stored = millis }
+    var millis: Int64 {
+        get { lock.lock(); defer { lock.unlock() }; return stored }
+        set { lock.lock(); stored = newValue; lock.unlock() }
     }
 }

@@ -2,7 +2,8 @@ import Glibc
 
 extension FolderTransport {
     /// The folder's state: `unavailable` (missing, not a directory), `read-only`, `corrupt-frames`
-    /// (with the count and the last one seen), `compaction-failed`, or `ok`; and the figures
+    /// (for `corruptFramesWindowMillis` after damaged frames were last skipped: the count and the
+    /// last one), `compaction-failed`, or `ok`; and the figures
     /// `devices`, `segments`, `snapshots` and `bytes` over every device, plus `watch`
     /// (`inotify` or `poll`), and `last-lost-files` (with `last-lost-files-ms`) once this device
     /// found files it wrote gone from the folder.
@@ -35,6 +36,7 @@ extension FolderTransport {
         details["watch"] = watcher.isAvailable ? "inotify" : "poll"
         let h = health.withLock { $0 }
         details["corrupt-frames"] = String(h.corruptFrames)
+        if let when = h.lastCorruptMillis { details["last-corrupt-frame-ms"] = String(when) }
         details["compactions"] = String(h.compactions)
         if let when = h.lastCompactionMillis { details["last-compaction-ms"] = String(when) }
         if let lost = h.lastLoss { details["last-lost-files"] = lost }
@@ -46,11 +48,16 @@ extension FolderTransport {
         if let failed = h.compactionError {
             return TransportStatus(state: "compaction-failed", message: failed, details: details)
         }
-        if h.corruptFrames > 0 {
-            return TransportStatus(state: "corrupt-frames", message: "\(h.corruptFrames) damaged frame(s) skipped, the last: \(h.lastCorrupt ?? "?"); the sync tool or the disk damaged them", details: details)
+        // A damaged frame is skipped once; its record comes again in a later segment or snapshot
+        // of its writer. So it is what is wrong for a while, not for the life of the process.
+        if let when = h.lastCorruptMillis, options.wallClock() - when < Self.corruptFramesWindowMillis {
+            return TransportStatus(state: "corrupt-frames", message: "\(h.corruptFrames) damaged frame(s) skipped since ferryd started, the last: \(h.lastCorrupt ?? "?"); the sync tool or the disk damaged them", details: details)
         }
         return TransportStatus(state: "ok", details: details)
     }
+
+    /// How long after damaged frames were last skipped the state stays `corrupt-frames`.
+    static let corruptFramesWindowMillis: Int64 = 3_600_000
 
     /// Why this device cannot write into its directory, or nil. `access` alone would let root
     /// pass on a read-only mount, so the mount flag is checked too.

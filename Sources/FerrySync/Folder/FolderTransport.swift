@@ -44,6 +44,7 @@ public final class FolderTransport: Transport {
     struct Health: Sendable {
         var corruptFrames = 0
         var lastCorrupt: String?
+        var lastCorruptMillis: Int64?
         var compactionError: String?
         var lastCompactionMillis: Int64?
         var compactions = 0
@@ -236,6 +237,7 @@ public final class FolderTransport: Transport {
         health.withLock { h in
             h.corruptFrames += reasons.count
             h.lastCorrupt = reasons.last
+            h.lastCorruptMillis = options.wallClock()
         }
     }
 }

@@ -49,14 +49,22 @@ public struct ID128: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     /// 32 lowercase hex digits.
     public var description: String {
-        let digits = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(32)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0xF)])
-        }
+        appendHex(to: &out)
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends the 32 lowercase hex digits of `description`.
+    public func appendHex(to out: inout [UInt8]) {
+        for word in [high, low] {
+            var shift = 60
+            while shift >= 0 {
+                let nibble = UInt8(truncatingIfNeeded: word >> UInt64(shift)) & 0xF
+                out.append(nibble < 10 ? 48 + nibble : 87 + nibble)
+                shift -= 4
+            }
+        }
     }
 
     public static func < (a: ID128, b: ID128) -> Bool { (a.high, a.low) < (b.high, b.low) }

@@ -8,6 +8,30 @@ import Testing
 @Suite struct RelayWireParsingTests {
     let owner = "0123456789abcdef0123456789abcdef"
 
+    /// A push's answer, written straight to bytes, is what `HTTPResponse.json` makes of the
+    /// same results as JSON values.
+    @Test func pushResultsAreWrittenAsTheirJSONValues() {
+        let e1 = EventID(high: 0x0123_4567_89ab_cdef, low: 0xfedc_ba98_7654_3210), e2 = EventID(high: 0, low: 10)
+        let rows: [(EventID?, PushResults.Status, String?)] = [
+            (e1, .accepted, nil), (e2, .duplicate, nil), (e1, .accepted, "superseded by a newer version of its stream"),
+            (nil, .rejected, "not base64 (standard alphabet, padded)"), (e2, .rejected, "quote \" backslash \\ tab \t é \u{1}"),
+        ]
+        for n in 0...rows.count {
+            var written = PushResults(capacity: n)
+            var values: [JSONValue] = []
+            for (event, status, reason) in rows.prefix(n) {
+                written.add(event: event, status, reason: reason)
+                var o: [String: JSONValue] = ["status": .string(status.rawValue)]
+                if let event { o["event"] = .string(event.description) }
+                if let reason { o["reason"] = .string(reason) }
+                values.append(.object(o))
+            }
+            #expect(written.response() == .json(200, ["results": .array(values)]))
+        }
+        #expect(e1.description == "0123456789abcdeffedcba9876543210" && e2.description == "0000000000000000000000000000000a")
+        #expect(EventID(hex: e1.description) == e1)
+    }
+
     @Test func targetsSplitPathAndQuery() throws {
         let t = try RequestTarget.parse("/v1/owners/x/events?after=12&limit=5&wait=0")
         #expect(t.path == "/v1/owners/x/events")

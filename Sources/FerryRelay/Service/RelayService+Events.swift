@@ -5,26 +5,27 @@ extension RelayService {
     /// `POST /v1/owners/{owner}/events`.
     func push(_ owner: OwnerID, body: RequestBody) throws(RelayError) -> HTTPResponse {
         let strings = try PushRequest.parse(body.bytes, maxBytes: configuration.maxBodyBytes)
-        var results: [JSONValue] = Array(repeating: .null, count: strings.count)
+        typealias Result = (event: EventID?, status: PushResults.Status, reason: String?)
+        var results = [Result](repeating: (nil, .rejected, nil), count: strings.count)
         var incoming: [IncomingEvent] = []
         var incomingIndex: [Int] = []
+        incoming.reserveCapacity(strings.count)
+        incomingIndex.reserveCapacity(strings.count)
         for (i, text) in strings.enumerated() {
             guard let bytes = Base64.decode(text.utf8) else {
-                results[i] = ["status": "rejected", "reason": "not base64 (standard alphabet, padded)"]
+                results[i] = (nil, .rejected, "not base64 (standard alphabet, padded)")
                 continue
             }
             let envelope: Envelope
             do { envelope = try Envelope.decode(bytes) } catch {
-                results[i] = ["status": "rejected", "reason": .string("not an envelope: \(error)")]
+                results[i] = (nil, .rejected, "not an envelope: \(error)")
                 continue
             }
-            let eventID = JSONValue.string(envelope.header.event.description)
             guard envelope.header.owner == owner else {
-                results[i] = ["event": eventID, "status": "rejected",
-                              "reason": .string("the envelope belongs to owner \(envelope.header.owner), not \(owner)")]
+                results[i] = (envelope.header.event, .rejected, "the envelope belongs to owner \(envelope.header.owner), not \(owner)")
                 continue
             }
-            results[i] = ["event": eventID, "status": "accepted"]
+            results[i] = (envelope.header.event, .accepted, nil)
             incoming.append(IncomingEvent(header: envelope.header, bytes: bytes))
             incomingIndex.append(i)
         }
@@ -35,20 +36,21 @@ extension RelayService {
             } catch {
                 throw storageFailure(error)
             }
+            var stored = 0
             for (k, outcome) in outcomes.enumerated() {
                 let i = incomingIndex[k]
-                let event = JSONValue.string(incoming[k].event.description)
                 switch outcome {
-                case .stored: results[i] = ["event": event, "status": "accepted"]
-                case .superseded: results[i] = ["event": event, "status": "accepted", "reason": "superseded by a newer version of its stream"]
-                case .duplicate: results[i] = ["event": event, "status": "duplicate"]
+                case .stored: stored += 1
+                case .superseded: results[i].reason = "superseded by a newer version of its stream"
+                case .duplicate: results[i].status = .duplicate
                 }
             }
-            if outcomes.contains(.stored) { hub.notify(owner) }
-            let stored = outcomes.filter { $0 == .stored }.count
+            if stored > 0 { hub.notify(owner) }
             logger.debug("push", ["owner": owner.description, "events": String(strings.count), "stored": String(stored)])
         }
-        return .json(200, ["results": .array(results)])
+        var answer = PushResults(capacity: results.count)
+        for r in results { answer.add(event: r.event, r.status, reason: r.reason) }
+        return answer.response()
     }
 
     /// `GET /v1/owners/{owner}/events`.

@@ -181,6 +181,57 @@ import Testing
         #expect(later.state == "ok" && later.details["corrupt-frames"] == "1" && later.details["last-corrupt-frame-ms"] == "1000000")
     }
 
+    /// A FIFO, a directory or a socket under a segment's or a blob's name (a sync tool carries
+    /// empty directories and symlinks; a user can make anything) is reported once and skipped,
+    /// and nothing waits on it: opening a FIFO for reading would wait for a writer for ever.
+    @Test mutating func somethingOtherThanAFileUnderAFilesNameIsReportedAndSkipped() async throws {
+        let t = writer()
+        let first = envelopes(2), second = envelopes(2, from: 100)
+        _ = try await t.push(first)
+        try SyncTool.mirror(from: a.path, to: b.path)
+        let dir = FolderFixture.deviceDirectory(b.path)
+        #expect(mkfifo(dir + "/seg-0000000000000002.fseg", 0o644) == 0)
+        try FileManager.default.createDirectory(atPath: dir + "/seg-00000000000fffff.fseg", withIntermediateDirectories: false)
+        let r = reader()
+        let got = try await r.drain(from: nil)
+        #expect(got.envelopes == first)
+        #expect(got.unreadable.count == 2 && got.unreadable.allSatisfy { $0.contains("not a regular file") }, "\(got.unreadable)")
+        #expect(await r.status().state == "corrupt-frames")
+        // The writer's next segment is read once it is a real file; the odd names are not
+        // reported again.
+        try FileManager.default.removeItem(atPath: dir + "/seg-0000000000000002.fseg")
+        _ = try await t.push(second)
+        try SyncTool.mirror(from: a.path, to: b.path)
+        let more = try await r.drain(from: got.cursor)
+        #expect(more.envelopes == second && more.unreadable.isEmpty, "\(more.unreadable)")
+        // A FIFO under a blob's name is no blob: not found, and nothing waits.
+        let key = String(repeating: "0e", count: 32)
+        try FileManager.default.createDirectory(atPath: dir + "/blobs", withIntermediateDirectories: true)
+        #expect(mkfifo(dir + "/blobs/" + key, 0o644) == 0)
+        #expect(try await !r.hasBlob(key: key))
+        #expect(try await !r.getBlob(key: key, to: b.path + "/fetched"))
+    }
+
+    /// Two installations writing as one device (a cloned machine) into one directory: neither
+    /// ever writes over a segment the other wrote (a sync tool would carry the replacement to
+    /// every device in place of its data), every device reads what both wrote, and the one that
+    /// found its segment name taken says so.
+    @Test mutating func aCopyOfThisDeviceNeverHasItsSegmentsWrittenOver() async throws {
+        let original = writer(), copy = writer()
+        let x = envelopes(1, from: 10), y = envelopes(1, from: 20), z = envelopes(1, from: 30)
+        #expect(try await copy.push(x) == [.accepted])       // segment 1; the copy knows of 1
+        #expect(try await original.push(y) == [.accepted])   // reads the directory: segment 2
+        #expect(await copy.status().state == "ok")
+        #expect(try await copy.push(z) == [.accepted])       // 2 is taken: segment 3
+        #expect(SyncTool.files(a.path) == ["seg-0000000000000001.fseg", "seg-0000000000000002.fseg", "seg-0000000000000003.fseg"])
+        let status = await copy.status()
+        #expect(status.state == "duplicate-device" && status.message?.contains("segment 2") == true, "\(status)")
+        #expect(await original.status().state == "ok")
+        try SyncTool.mirror(from: a.path, to: b.path)
+        let got = try await reader().drain(from: nil)
+        #expect(Set(got.envelopes.map(\.header.event)) == Set((x + y + z).map(\.header.event)))
+    }
+
     @Test mutating func aDeletedSegmentIsSkippedAndItsSnapshotRead() async throws {
         let t = writer(maxSegments: 3)
         let batches = (0..<3).map { i in envelopes(2, from: Int64(i) * 10) }

@@ -22,6 +22,9 @@ enum FolderFileReader {
         case gone
         /// The file header is unusable (the reason names the file); nothing in it can be read.
         case badHeader(String)
+        /// Something other than a regular file is under the name (the reason says so): not read,
+        /// and not a file yet.
+        case notAFile(String)
         /// Frames before `offset` are consumed; `finished`: the whole body was.
         case progressed(offset: UInt64, finished: Bool)
     }
@@ -41,7 +44,13 @@ enum FolderFileReader {
     /// until it returns false (stop after that frame) or the readable bytes end.
     static func scan(path: String, label: String, from offset: UInt64, expect: Expectation,
                      visit: (Envelope) -> Bool, unreadable: (String) -> Void) throws(FolderIOError) -> Outcome {
-        guard let fd = try FolderIO.openForReading(path) else { return .gone }
+        let opened: Int32?
+        do {
+            opened = try FolderIO.openForReading(path)
+        } catch where error.code == FolderIOError.notARegularFile {
+            return .notAFile("\(label): not a regular file (a directory, FIFO, device or socket under a Ferry file's name); remove it")
+        }
+        guard let fd = opened else { return .gone }
         defer { close(fd) }
         let (size, modified) = try FolderIO.sizeAndModified(fd, path: path)
         let headerBytes = try FolderIO.read(fd, path: path, at: 0, count: FolderFileHeader.encodedSize)

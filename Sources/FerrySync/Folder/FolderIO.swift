@@ -4,13 +4,14 @@ import Glibc
 /// `FolderIOError` that names the call and the path.
 enum FolderIO {
     /// What `stat` says about a path, or nil when it does not exist.
-    static func kind(of path: String) throws(FolderIOError) -> (isDirectory: Bool, size: Int, device: UInt64, inode: UInt64)? {
+    static func kind(of path: String) throws(FolderIOError) -> (isDirectory: Bool, isRegular: Bool, size: Int, device: UInt64, inode: UInt64)? {
         var st = stat()
         guard stat(path, &st) == 0 else {
             if errno == ENOENT || errno == ENOTDIR { return nil }
             throw FolderIOError(call: "stat", path: path, code: errno)
         }
-        return ((st.st_mode & S_IFMT) == S_IFDIR, Int(st.st_size), UInt64(st.st_dev), UInt64(st.st_ino))
+        let type = st.st_mode & S_IFMT
+        return (type == S_IFDIR, type == S_IFREG, Int(st.st_size), UInt64(st.st_dev), UInt64(st.st_ino))
     }
 
     /// Creates the directory `path` (not its parents); an existing directory is fine.
@@ -38,11 +39,25 @@ enum FolderIO {
         return names
     }
 
-    /// Opens `path` for reading; nil when it does not exist (any more).
+    /// Opens the regular file `path` for reading; nil when it does not exist (any more). Never
+    /// waits: anything else under the name (a FIFO, which would wait for a writer for ever, a
+    /// directory, a device, a socket) fails with `FolderIOError.notARegularFile`.
     static func openForReading(_ path: String) throws(FolderIOError) -> Int32? {
         while true {
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            if fd >= 0 { return fd }
+            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+            if fd >= 0 {
+                var st = stat()
+                guard fstat(fd, &st) == 0 else {
+                    let code = errno
+                    close(fd)
+                    throw FolderIOError(call: "fstat", path: path, code: code)
+                }
+                guard (st.st_mode & S_IFMT) == S_IFREG else {
+                    close(fd)
+                    throw FolderIOError(call: "open", path: path, code: FolderIOError.notARegularFile)
+                }
+                return fd
+            }
             if errno == EINTR { continue }
             if errno == ENOENT { return nil }
             throw FolderIOError(call: "open", path: path, code: errno)
@@ -80,8 +95,11 @@ enum FolderIO {
 
     /// Writes `bytes` as `dir/name` durably and atomically: into a hidden temporary file in `dir`
     /// that readers skip, fsync it, rename it into place, fsync `dir`. Never rewrites in place.
-    static func writeAtomically(_ bytes: [UInt8], dir: String, name: String, tempTag: String) throws(FolderIOError) {
-        try writeAtomically(dir: dir, name: name, tempTag: tempTag) { fd, tempPath throws(FolderIOError) in
+    /// With `replacing: false`, a `dir/name` already there is kept and the write fails with
+    /// `EEXIST` (call `link`): the file is linked into place, which never replaces, where the
+    /// file system has hard links, and checked for just before the rename where it has not.
+    static func writeAtomically(_ bytes: [UInt8], dir: String, name: String, tempTag: String, replacing: Bool = true) throws(FolderIOError) {
+        try writeAtomically(dir: dir, name: name, tempTag: tempTag, replacing: replacing) { fd, tempPath throws(FolderIOError) in
             try writeAll(fd, bytes[...], path: tempPath)
         }
     }
@@ -121,7 +139,7 @@ enum FolderIO {
         }
     }
 
-    private static func writeAtomically(dir: String, name: String, tempTag: String,
+    private static func writeAtomically(dir: String, name: String, tempTag: String, replacing: Bool = true,
                                         _ fill: (Int32, String) throws(FolderIOError) -> Void) throws(FolderIOError) {
         let tempPath = dir + "/.tmp-" + tempTag + "-" + name
         let fd = open(tempPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
@@ -135,7 +153,18 @@ enum FolderIO {
             }
             close(fd)
             open = false
-            guard rename(tempPath, dir + "/" + name) == 0 else { throw FolderIOError(call: "rename", path: tempPath, code: errno) }
+            let target = dir + "/" + name
+            if replacing {
+                guard rename(tempPath, target) == 0 else { throw FolderIOError(call: "rename", path: tempPath, code: errno) }
+            } else if link(tempPath, target) == 0 {
+                unlink(tempPath)
+            } else if errno == EEXIST {
+                throw FolderIOError(call: "link", path: target, code: EEXIST)
+            } else {
+                // No hard links here (some FUSE and FAT mounts): look, then rename.
+                guard try kind(of: target) == nil else { throw FolderIOError(call: "link", path: target, code: EEXIST) }
+                guard rename(tempPath, target) == 0 else { throw FolderIOError(call: "rename", path: tempPath, code: errno) }
+            }
         } catch {
             if open { close(fd) }
             unlink(tempPath)

@@ -6,8 +6,14 @@ struct FolderIOError: Error, Sendable, Equatable, CustomStringConvertible {
     var path: String
     var code: Int32
 
+    /// The `code` of a path that is there but is not a regular file (a directory, FIFO, device
+    /// or socket under a file's name): no errno says that.
+    static let notARegularFile: Int32 = -1
+
     /// The system's text for the errno ("No such file or directory").
-    var reason: String { String(cString: strerror(code)) }
+    var reason: String {
+        code == Self.notARegularFile ? "not a regular file" : String(cString: strerror(code))
+    }
 
     var description: String { "\(call)(\(path)): \(reason)" }
 }

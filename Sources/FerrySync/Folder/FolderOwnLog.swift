@@ -82,7 +82,10 @@ struct FolderOwnLog: Sendable {
             for (header, size) in headers { log.note(header, size: size) }
             log.unreadable += bad
             let size = UInt64((try FolderIO.kind(of: dir + "/" + name))?.size ?? 0)
-            if case .badHeader = outcome { log.unreadable += 1 }
+            switch outcome {
+            case .badHeader, .notAFile: log.unreadable += 1
+            case .gone, .progressed: break
+            }
             switch kind {
             case .segment:
                 log.segments[seq] = size

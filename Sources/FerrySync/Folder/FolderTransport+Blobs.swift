@@ -17,7 +17,7 @@ extension FolderTransport {
             let dir = ownDirectory + "/blobs"
             do throws(FolderIOError) {
                 try FolderIO.makeDirectory(dir)
-                if let existing = try FolderIO.kind(of: dir + "/" + key), !existing.isDirectory { return }
+                if let existing = try FolderIO.kind(of: dir + "/" + key), existing.isRegular { return }
             } catch {
                 throw unavailable(error)
             }
@@ -73,11 +73,12 @@ extension FolderTransport {
         try checkFolder()
         do throws(FolderIOError) {
             let own = ownDirectory + "/blobs/" + key
-            if let k = try FolderIO.kind(of: own), !k.isDirectory { return own }
+            // Only a regular file is a blob: anything else under its name is not there.
+            if let k = try FolderIO.kind(of: own), k.isRegular { return own }
             guard try FolderIO.kind(of: ownerDirectory) != nil else { return nil }
             for name in try FolderIO.list(ownerDirectory, limit: Self.maxDirectoryEntries).sorted() where FolderFileName.device(name) != nil {
                 let candidate = ownerDirectory + "/" + name + "/blobs/" + key
-                if let k = try FolderIO.kind(of: candidate), !k.isDirectory { return candidate }
+                if let k = try FolderIO.kind(of: candidate), k.isRegular { return candidate }
             }
             return nil
         } catch {

@@ -159,7 +159,7 @@ extension FolderTransport {
             let file = FolderFileName.snapshotName(snap)
             let outcome = try scanFile(dir, file, id, .init(kind: .snapshot, owner: owner, device: id, seq: snap), state.partial[file] ?? 0, visit, &unreadable)
             switch outcome {
-            case .gone: break
+            case .gone, .notAFile: break
             case .badHeader(let why):
                 unreadable.append(why)
                 state.names.append(file)
@@ -182,7 +182,7 @@ extension FolderTransport {
             let file = FolderFileName.segmentName(seq)
             let outcome = try scanFile(dir, file, id, .init(kind: .segment, owner: owner, device: id, seq: seq), state.partial[file] ?? 0, visit, &unreadable)
             switch outcome {
-            case .gone: state.partial[file] = nil
+            case .gone, .notAFile: state.partial[file] = nil
             case .badHeader(let why):
                 unreadable.append(why)
                 state.consumeSegment(seq)
@@ -200,7 +200,7 @@ extension FolderTransport {
         for file in copies.sorted() where !full && !state.names.contains(file) && state.names.count < FolderCursor.maxNames {
             let outcome = try scanFile(dir, file, id, .init(kind: nil, owner: owner, device: id, seq: nil), state.partial[file] ?? 0, visit, &unreadable)
             switch outcome {
-            case .gone: state.partial[file] = nil
+            case .gone, .notAFile: state.partial[file] = nil
             case .badHeader(let why):
                 unreadable.append(why)
                 state.names.append(file)
@@ -230,6 +230,11 @@ extension FolderTransport {
             let outcome = try FolderFileReader.scan(path: dir + "/" + file, label: "\(id)/\(file)", from: offset, expect: expect,
                                                     visit: visit, unreadable: { found.append($0) })
             unreadable += found
+            if case .notAFile(let why) = outcome {
+                // Not there as far as reading goes (read once it is a file), told once.
+                if health.withLock({ $0.notAFile.insert(dir + "/" + file).inserted }) { unreadable.append(why) }
+                return .gone
+            }
             return outcome
         } catch {
             unreadable += found

@@ -1,7 +1,9 @@
 import Glibc
 
 extension FolderTransport {
-    /// The folder's state: `unavailable` (missing, not a directory), `read-only`, `corrupt-frames`
+    /// The folder's state: `unavailable` (missing, not a directory), `read-only`,
+    /// `duplicate-device` (for an hour after another installation writing as this device was
+    /// seen: a segment name this one was about to write was taken), `corrupt-frames`
     /// (for `corruptFramesWindowMillis` after damaged frames were last skipped: the count and the
     /// last one), `compaction-failed`, or `ok`; and the figures
     /// `devices`, `segments`, `snapshots` and `bytes` over every device, plus `watch`
@@ -48,7 +50,13 @@ extension FolderTransport {
         if let failed = h.compactionError {
             return TransportStatus(state: "compaction-failed", message: failed, details: details)
         }
-        // A damaged frame is skipped once; its record comes again in a later segment or snapshot
+        if let when = h.otherWriterMillis, options.wallClock() - when < Self.corruptFramesWindowMillis {
+            return TransportStatus(state: "duplicate-device", message: "\(h.otherWriter ?? "another installation writes as this device"): "
+                + "a copy of this device (a cloned machine, or a state directory copied on this machine) runs too, and what each writes "
+                + "does not reach the other through this folder; give each machine its own /etc/machine-id (systemd-machine-id-setup) "
+                + "and restart ferryd there, or remove the copy's state directory, so that each writes as a device of its own", details: details)
+        }
+                // A damaged frame is skipped once; its record comes again in a later segment or snapshot
         // of its writer. So it is what is wrong for a while, not for the life of the process.
         if let when = h.lastCorruptMillis, options.wallClock() - when < Self.corruptFramesWindowMillis {
             return TransportStatus(state: "corrupt-frames", message: "\(h.corruptFrames) damaged frame(s) skipped since ferryd started, the last: \(h.lastCorrupt ?? "?"); the sync tool or the disk damaged them", details: details)
@@ -56,7 +64,8 @@ extension FolderTransport {
         return TransportStatus(state: "ok", details: details)
     }
 
-    /// How long after damaged frames were last skipped the state stays `corrupt-frames`.
+    /// How long after damaged frames were last skipped the state stays `corrupt-frames` (and
+    /// after another installation was seen, `duplicate-device`).
     static let corruptFramesWindowMillis: Int64 = 3_600_000
 
     /// Why this device cannot write into its directory, or nil. `access` alone would let root

@@ -45,6 +45,12 @@ public final class FolderTransport: Transport {
         var corruptFrames = 0
         var lastCorrupt: String?
         var lastCorruptMillis: Int64?
+        /// Another installation writing as this device, seen when a segment name this device
+        /// was about to write was taken: what was found, and when.
+        var otherWriter: String?
+        var otherWriterMillis: Int64?
+        /// Paths under a Ferry file's name that are not regular files, reported once each.
+        var notAFile: Set<String> = []
         var compactionError: String?
         var lastCompactionMillis: Int64?
         var compactions = 0
@@ -99,61 +105,76 @@ public final class FolderTransport: Transport {
 
     private func pushNow(_ batch: [Envelope]) throws(TransportFailure) -> [PushOutcome] {
         try writer.withLock { (w: inout Writer) throws(TransportFailure) -> [PushOutcome] in
-            var current = try openOwnLog(&w)
-            // Held only here while it changes, so its tables are changed in place, not copied;
-            // a failure below leaves it nil, which makes the next push read the directory again.
-            w.log = nil
-            var outcomes: [PushOutcome] = []
-            var body: [UInt8] = []
-            var fresh: [EventID] = []
-            var freshSet = Set<EventID>()
-            for envelope in batch {
-                if envelope.header.owner != owner {
-                    outcomes.append(.rejected("the envelope belongs to owner \(envelope.header.owner); the folder transport \(name) carries owner \(owner)"))
-                } else if envelope.body.count > Envelope.maxBodyBytes {
-                    outcomes.append(.rejected("too large for \(name): the envelope's body of \(envelope.body.count) bytes exceeds the limit of "
-                        + "\(Envelope.maxBodyBytes) that every device reads; make the record smaller"))
-                } else if current.events.contains(envelope.header.event) || freshSet.contains(envelope.header.event) {
-                    outcomes.append(.duplicate)
-                } else {
-                    Frame.append(envelope.encoded, to: &body)
-                    fresh.append(envelope.header.event)
-                    freshSet.insert(envelope.header.event)
-                    current.note(envelope.header, size: Frame.headerSize + EnvelopeHeader.encodedSize + 4 + envelope.body.count)
-                    outcomes.append(.accepted)
+            var attempts = 0
+            while true {
+                var current = try openOwnLog(&w)
+                // Held only here while it changes, so its tables are changed in place, not copied;
+                // a failure below leaves it nil, which makes the next push read the directory again.
+                w.log = nil
+                var outcomes: [PushOutcome] = []
+                var body: [UInt8] = []
+                var fresh: [EventID] = []
+                var freshSet = Set<EventID>()
+                for envelope in batch {
+                    if envelope.header.owner != owner {
+                        outcomes.append(.rejected("the envelope belongs to owner \(envelope.header.owner); the folder transport \(name) carries owner \(owner)"))
+                    } else if envelope.body.count > Envelope.maxBodyBytes {
+                        outcomes.append(.rejected("too large for \(name): the envelope's body of \(envelope.body.count) bytes exceeds the limit of "
+                            + "\(Envelope.maxBodyBytes) that every device reads; make the record smaller"))
+                    } else if current.events.contains(envelope.header.event) || freshSet.contains(envelope.header.event) {
+                        outcomes.append(.duplicate)
+                    } else {
+                        Frame.append(envelope.encoded, to: &body)
+                        fresh.append(envelope.header.event)
+                        freshSet.insert(envelope.header.event)
+                        current.note(envelope.header, size: Frame.headerSize + EnvelopeHeader.encodedSize + 4 + envelope.body.count)
+                        outcomes.append(.accepted)
+                    }
                 }
-            }
-            guard !fresh.isEmpty else {
-                w.log = current
+                guard !fresh.isEmpty else {
+                    w.log = current
+                    try saveState(&w)
+                    return outcomes
+                }
+                let seq = current.lastSeq + 1
+                let header = FolderFileHeader(kind: .segment, owner: owner, device: device, seq: seq, bodyLength: UInt64(body.count))
+                do throws(FolderIOError) {
+                    // Never over a file already there: only another installation writing as this
+                    // device (a cloned machine, a copied state directory) puts segments here, and a
+                    // sync tool would carry the replacement to every device in place of its data.
+                    try FolderIO.writeAtomically(header.encoded + body, dir: ownDirectory, name: FolderFileName.segmentName(seq),
+                                                 tempTag: tempTag(), replacing: false)
+                } catch where error.code == EEXIST && attempts < 3 {
+                    attempts += 1
+                    let now = options.wallClock()
+                    health.withLock { h in
+                        h.otherWriter = "segment \(seq) of this device (\(device)) was already in \(ownDirectory), written by another installation"
+                        h.otherWriterMillis = now
+                    }
+                    continue  // the log is nil: read the directory again, and write above what is there
+                } catch {
+                    throw unavailable(error)  // the log stays nil: read the directory again next time
+                }
+                current.events.formUnion(fresh)
+                current.lastSeq = seq
+                current.segments[seq] = UInt64(FolderFileHeader.encodedSize + body.count)
+                var state = w.state ?? FolderWriterState()
+                state.high = max(state.high, seq)
+                if needsCompaction(current) {
+                    if compact(&current) {
+                        w.log = current
+                        state.base = current.lastSeq
+                        state.snapshot = current.lastSeq
+                    }
+                } else {
+                    w.log = current
+                }
+                w.state = state
+                // The segment is in place: a failure to remember it is thrown (the engine pushes
+                // the batch again, which is all `duplicate` and saves then).
                 try saveState(&w)
                 return outcomes
             }
-            let seq = current.lastSeq + 1
-            let header = FolderFileHeader(kind: .segment, owner: owner, device: device, seq: seq, bodyLength: UInt64(body.count))
-            do throws(FolderIOError) {
-                try FolderIO.writeAtomically(header.encoded + body, dir: ownDirectory, name: FolderFileName.segmentName(seq), tempTag: tempTag())
-            } catch {
-                throw unavailable(error)  // the log stays nil: read the directory again next time
-            }
-            current.events.formUnion(fresh)
-            current.lastSeq = seq
-            current.segments[seq] = UInt64(FolderFileHeader.encodedSize + body.count)
-            var state = w.state ?? FolderWriterState()
-            state.high = max(state.high, seq)
-            if needsCompaction(current) {
-                if compact(&current) {
-                    w.log = current
-                    state.base = current.lastSeq
-                    state.snapshot = current.lastSeq
-                }
-            } else {
-                w.log = current
-            }
-            w.state = state
-            // The segment is in place: a failure to remember it is thrown (the engine pushes
-            // the batch again, which is all `duplicate` and saves then).
-            try saveState(&w)
-            return outcomes
         }
     }
 
@@ -164,7 +185,7 @@ public final class FolderTransport: Transport {
 
     /// Makes sure `PATH` is there and is a directory, without ever creating it.
     func checkFolder() throws(TransportFailure) {
-        let found: (isDirectory: Bool, size: Int, device: UInt64, inode: UInt64)?
+        let found: (isDirectory: Bool, isRegular: Bool, size: Int, device: UInt64, inode: UInt64)?
         do { found = try FolderIO.kind(of: path) } catch { throw unavailable(error) }
         guard let found else {
             throw .unavailable("the folder \(path) is missing: \(String(cString: strerror(ENOENT))); check that it is mounted and writable")

@@ -232,6 +232,36 @@ import Testing
         #expect(Set(got.envelopes.map(\.header.event)) == Set((x + y + z).map(\.header.event)))
     }
 
+    /// A file that stays shorter than its header says holds its last records back: waited for,
+    /// and after ten minutes status says which file and since when; once whole, all is read.
+    @Test mutating func aFileThatStaysIncompleteIsToldAfterTenMinutes() async throws {
+        let batch = envelopes(4)
+        _ = try await writer().push(batch)
+        try SyncTool.mirror(from: a.path, to: b.path)
+        let path = FolderFixture.deviceDirectory(b.path) + "/seg-0000000000000001.fseg"
+        let whole = try Data(contentsOf: URL(fileURLWithPath: path))
+        let twoFrames = FolderFileHeader.encodedSize + 2 * (Frame.headerSize + batch[0].encoded.count)
+        try whole.prefix(twoFrames + 10).write(to: URL(fileURLWithPath: path))
+        let now = TestClock(millis: 5_000_000)
+        var options = FolderFixture.options()
+        options.wallClock = { now.millis }
+        let r = FolderTransport(name: "folder", path: b.path, owner: FolderFixture.owner, device: FolderFixture.reader, options: options)
+        let got = try await r.drain(from: nil)
+        #expect(got.envelopes == Array(batch.prefix(2)) && got.unreadable.isEmpty)
+        #expect(await r.status().state == "ok")
+        now.millis += 9 * 60_000
+        _ = try await r.drain(from: got.cursor)
+        #expect(await r.status().state == "ok")
+        now.millis += 60_000
+        let late = await r.status()
+        #expect(late.state == "incomplete-files" && late.details["incomplete-files"] == "1", "\(late)")
+        #expect(late.message?.contains("seg-0000000000000001.fseg") == true && late.message?.contains("10 min") == true, "\(late)")
+        try whole.write(to: URL(fileURLWithPath: path))
+        let rest = try await r.drain(from: got.cursor)
+        #expect(rest.envelopes == Array(batch.suffix(2)))
+        #expect(await r.status().state == "ok")
+    }
+
     @Test mutating func aDeletedSegmentIsSkippedAndItsSnapshotRead() async throws {
         let t = writer(maxSegments: 3)
         let batches = (0..<3).map { i in envelopes(2, from: Int64(i) * 10) }

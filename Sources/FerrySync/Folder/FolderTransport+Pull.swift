@@ -226,10 +226,28 @@ extension FolderTransport {
     private func scanFile(_ dir: String, _ file: String, _ id: NodeID, _ expect: FolderFileReader.Expectation, _ offset: UInt64,
                           _ visit: (Envelope) -> Bool, _ unreadable: inout [String]) throws(TransportFailure) -> FolderFileReader.Outcome {
         var found: [String] = []
+        var stopped = false
+        let label = "\(id)/\(file)"
         do {
-            let outcome = try FolderFileReader.scan(path: dir + "/" + file, label: "\(id)/\(file)", from: offset, expect: expect,
-                                                    visit: visit, unreadable: { found.append($0) })
+            let outcome = try FolderFileReader.scan(path: dir + "/" + file, label: label, from: offset, expect: expect,
+                                                    visit: { envelope in
+                                                        let goOn = visit(envelope)
+                                                        if !goOn { stopped = true }
+                                                        return goOn
+                                                    }, unreadable: { found.append($0) })
             unreadable += found
+            // A file that ends before its header says (and not because the page filled up) is
+            // waited for; status() tells when one keeps the rest of its records back too long.
+            let incomplete: Bool
+            if case .progressed(_, let finished) = outcome { incomplete = !finished && !stopped } else { incomplete = false }
+            let now = options.wallClock()
+            health.withLock { h in
+                if !incomplete {
+                    h.incompleteSince[label] = nil
+                } else if h.incompleteSince[label] == nil && h.incompleteSince.count < 1000 {
+                    h.incompleteSince[label] = now
+                }
+            }
             if case .notAFile(let why) = outcome {
                 // Not there as far as reading goes (read once it is a file), told once.
                 if health.withLock({ $0.notAFile.insert(dir + "/" + file).inserted }) { unreadable.append(why) }

@@ -2,7 +2,8 @@ import Glibc
 
 extension FolderTransport {
     /// The folder's state: `unavailable` (missing, not a directory), `read-only`,
-    /// `duplicate-device` (for an hour after another installation writing as this device was
+    /// `incomplete-files` (a file has ended before its header says for 10 minutes: what is
+    /// after the end waits), `duplicate-device` (for an hour after another installation writing as this device was
     /// seen: a segment name this one was about to write was taken), `corrupt-frames`
     /// (for `corruptFramesWindowMillis` after damaged frames were last skipped: the count and the
     /// last one), `compaction-failed`, or `ok`; and the figures
@@ -17,11 +18,13 @@ extension FolderTransport {
             return TransportStatus(state: "unavailable", message: error.message, details: details)
         }
         var devices = 0, segments = 0, snapshots = 0, bytes = 0
+        var present = Set<String>()
         if let names = try? FolderIO.list(ownerDirectory, limit: Self.maxDirectoryEntries) {
             for name in names where FolderFileName.device(name) != nil {
                 devices += 1
                 let dir = ownerDirectory + "/" + name
                 for file in (try? FolderIO.list(dir, limit: Self.maxDirectoryEntries)) ?? [] {
+                    present.insert(name + "/" + file)
                     switch FolderFileName(file) {
                     case .segment, .conflictCopy: segments += 1
                     case .snapshot: snapshots += 1
@@ -50,7 +53,17 @@ extension FolderTransport {
         if let failed = h.compactionError {
             return TransportStatus(state: "compaction-failed", message: failed, details: details)
         }
-        if let when = h.otherWriterMillis, options.wallClock() - when < Self.corruptFramesWindowMillis {
+        // Files still there (one since removed or replaced by compaction waits for nothing).
+        let incomplete = h.incompleteSince.filter { present.contains($0.key) }
+        if let (file, since) = incomplete.min(by: { ($0.value, $0.key) < ($1.value, $1.key) }),
+           options.wallClock() - since >= Self.incompleteWaitMillis {
+            details["incomplete-files"] = String(incomplete.count)
+            let minutes = (options.wallClock() - since) / 60_000
+            return TransportStatus(state: "incomplete-files", message: "\(incomplete.count) file(s) in the folder end before their "
+                + "header says, the oldest \(file) for \(minutes) min: the records in the missing part wait for it; check that the "
+                + "sync tool is running and has room to finish the file on this machine", details: details)
+        }
+                if let when = h.otherWriterMillis, options.wallClock() - when < Self.corruptFramesWindowMillis {
             return TransportStatus(state: "duplicate-device", message: "\(h.otherWriter ?? "another installation writes as this device"): "
                 + "a copy of this device (a cloned machine, or a state directory copied on this machine) runs too, and what each writes "
                 + "does not reach the other through this folder; give each machine its own /etc/machine-id (systemd-machine-id-setup) "
@@ -63,6 +76,9 @@ extension FolderTransport {
         }
         return TransportStatus(state: "ok", details: details)
     }
+
+    /// How long a file may end before its header says before status() calls it a problem.
+    static let incompleteWaitMillis: Int64 = 600_000
 
     /// How long after damaged frames were last skipped the state stays `corrupt-frames` (and
     /// after another installation was seen, `duplicate-device`).

@@ -49,6 +49,9 @@ public final class FolderTransport: Transport {
         /// was about to write was taken: what was found, and when.
         var otherWriter: String?
         var otherWriterMillis: Int64?
+        /// Files (`device/name`) that end before their header says, and since when (Unix
+        /// milliseconds): waited for, told by status() when one waits too long.
+        var incompleteSince: [String: Int64] = [:]
         /// Paths under a Ferry file's name that are not regular files, reported once each.
         var notAFile: Set<String> = []
         var compactionError: String?

@@ -33,6 +33,14 @@ enum TransportConfiguration {
             guard FileManager.default.fileExists(atPath: location, isDirectory: &isDirectory), isDirectory.boolValue else {
                 throw Problem(parameter: "location", message: "\(location) is not an existing directory: create it (or start the sync tool that provides it) first")
             }
+            // Ferry's own directories inside a synced folder (PATH/ferry-v1/<owner>/<device>):
+            // a transport there would write a second layout below the first, which no device reads.
+            let parts = location.split(separator: "/")
+            if let layout = parts.lastIndex(of: "ferry-v1"), parts.count - layout <= 4 {
+                let folder = "/" + parts[..<layout].joined(separator: "/")
+                throw Problem(parameter: "location", message: "\(location) is inside the ferry-v1 directory Ferry keeps in a synced folder; "
+                    + "give the synced folder itself: \(folder)")
+            }
             return JSONWriter.string(.object(["path": .string(location)]))
         case "relay":
             _ = try relayURL(location)

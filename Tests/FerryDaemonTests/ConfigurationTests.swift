@@ -1,4 +1,5 @@
 import FerryINI
+import FerryJSON
 import FerryModel
 import Foundation
 import Testing
@@ -191,6 +192,21 @@ import Testing
         let folder = TransportInfo(space: "private", name: "f", kind: "folder", config: #"{"path":"/srv/f"}"#)
         #expect(TransportConfiguration.samePlace(folder, kind: "folder", config: #"{"path":"/srv/f"}"#))
         #expect(!TransportConfiguration.samePlace(folder, kind: "folder", config: #"{"path":"/srv/g"}"#))
+    }
+
+    /// A folder inside the ferry-v1 directory Ferry keeps in a synced folder is refused with
+    /// the synced folder to give instead; the synced folder itself is taken.
+    @Test func aFolderInsideFerrysOwnDirectoryIsRefusedWithTheOneToGive() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-tc-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let owner = root + "/ferry-v1/0123456789abcdef0123456789abcdef"
+        try FileManager.default.createDirectory(atPath: owner + "/0123456789abcdef", withIntermediateDirectories: true)
+        for inside in [root + "/ferry-v1", root + "/ferry-v1/", owner, owner + "/0123456789abcdef"] {
+            let problem = #expect(throws: TransportConfiguration.Problem.self) { try TransportConfiguration.make(kind: "folder", location: inside) }
+            #expect(problem?.parameter == "location")
+            #expect(problem?.message.hasSuffix("give the synced folder itself: \(root)") == true, "\(String(describing: problem))")
+        }
+        #expect(try TransportConfiguration.make(kind: "folder", location: root) == JSONWriter.string(.object(["path": .string(root)])))
     }
 
     @Test func transportSectionsAreRead() throws {

@@ -65,8 +65,8 @@ extension FolderTransport {
         }
                 if let when = h.otherWriterMillis, options.wallClock() - when < Self.corruptFramesWindowMillis {
             return TransportStatus(state: "duplicate-device", message: "\(h.otherWriter ?? "another installation writes as this device"): "
-                + "a copy of this device (a cloned machine, or a state directory copied on this machine) runs too, and what each writes "
-                + "does not reach the other through this folder; give each machine its own /etc/machine-id (systemd-machine-id-setup) "
+                + "a copy of this device (a cloned machine, or a state directory copied on this machine) runs too, and the two reach "
+                + "each other's writes only when one finds a file name taken; give each machine its own /etc/machine-id (systemd-machine-id-setup) "
                 + "and restart ferryd there, or remove the copy's state directory, so that each writes as a device of its own", details: details)
         }
                 // A damaged frame is skipped once; its record comes again in a later segment or snapshot

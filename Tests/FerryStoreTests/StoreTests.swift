@@ -7,6 +7,34 @@ import Testing
 import FerrySQLite
 
 @Suite struct StoreTests {
+    /// The database holds the owner keys and relay tokens: its files are this user's alone,
+    /// whatever the directory's mode (systemd makes a StateDirectory= 0755), and files left with
+    /// a wider mode by an older version are narrowed.
+    @Test func theDatabaseFilesAreReadableByThisUserOnly() throws {
+        let dir = TempDir()
+        #expect(chmod(dir.path, 0o755) == 0)
+        func mode(_ path: String) -> mode_t {
+            var st = stat()
+            return stat(path, &st) == 0 ? st.st_mode & 0o777 : 0o7777
+        }
+        let store = try makeStore(dir)
+        try store.put(entity: "note", id: "a", payload: "{}")
+        for file in ["ferry.db", "ferry.db-wal", "ferry.db-shm"] {
+            #expect(mode(dir.path + "/" + file) & 0o077 == 0, "\(file) has mode \(String(mode(dir.path + "/" + file), radix: 8))")
+        }
+        let old = dir.path + "/old.db"
+        do {
+            let db = try Database(path: old)
+            try db.execute("PRAGMA journal_mode = WAL; CREATE TABLE t (x); INSERT INTO t VALUES (1)")
+        }
+        for file in [old, old + "-wal", old + "-shm"] where FileManager.default.fileExists(atPath: file) { #expect(chmod(file, 0o644) == 0) }
+        let reopened = try Database(path: old)
+        #expect(try reopened.scalarInt("SELECT x FROM t") == 1)
+        for file in [old, old + "-wal", old + "-shm"] where FileManager.default.fileExists(atPath: file) {
+            #expect(mode(file) == 0o600, "\(file) has mode \(String(mode(file), radix: 8))")
+        }
+    }
+
     @Test func putGetListDelete() throws {
         let dir = TempDir()
         let store = try makeStore(dir)

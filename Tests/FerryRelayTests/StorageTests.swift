@@ -221,8 +221,15 @@ import Testing
         #expect(try pull(offset + 5).events == [f.encoded] && pull(offset + 5).cursor == Cursor(offset + 6))
         #expect(try pull(offset + 2).events == [c, d, e, f].map(\.encoded))
 
-        // The largest cursor there is: refused, and the numbering still has room.
-        #expect(throws: lost(Int64.max, .ahead(newest: Cursor(offset + 6)))) { try pull(Int64.max) }
+        // A cursor too far ahead for any restore to explain (made up, or another relay's): refused
+        // as never handed out, and nothing changes, so one request cannot make every device of
+        // the owner start over. The largest cursor there is among them.
+        for bogus in [Int64.max, offset + 6 + Cursor.restoreSpan + 1] {
+            #expect(throws: RelayStorageError.cursorNeverIssued(owner: owner, cursor: Cursor(bogus), newest: Cursor(offset + 6))) { try pull(bogus) }
+        }
+        #expect(try pull(offset + 5).events == [f.encoded])
+        // The farthest a restore explains still starts the owner over, and the numbering has room.
+        #expect(throws: lost(offset + 6 + Cursor.restoreSpan, .ahead(newest: Cursor(offset + 6)))) { try pull(offset + 6 + Cursor.restoreSpan) }
         #expect(try pull(0).cursor.sequence < Int64.max / 2)
 
         // An owner the storage does not know holds nothing, and gets no row by being asked.

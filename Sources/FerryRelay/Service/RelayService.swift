@@ -174,6 +174,11 @@ public final class RelayService: Sendable {
                             ["owner": owner.description, "cursor": cursor.description])
             }
             return .lostData(cursor: cursor, why: why)
+        case .cursorNeverIssued(let owner, let cursor, let newest):
+            logger.info("a client of owner \(owner) pulled after cursor \(cursor), which this relay never handed out (the newest is \(newest)); refused",
+                        ["owner": owner.description, "cursor": cursor.description])
+            return .badRequest(code: "bad_cursor", message: "after=\(cursor) was never handed out by this relay for this owner "
+                + "(the newest cursor is \(newest)): pull after a cursor a previous pull returned, or from the start (no after=)")
         case .database(let context, let message):
             logger.error("storage failed while \(context): \(message)")
             return .storage("\(context): \(message)")

@@ -62,7 +62,9 @@ public protocol RelayStorage: Sendable {
     ///   its data was lost). Finding one moves the owner's cursor offset past every cursor handed
     ///   out before (`Cursor.offsetAfterRestore`), and from then on `.beforeRestore` refuses
     ///   those: also the ones that the restored storage's new events have caught up with since,
-    ///   which would otherwise skip those events for good.
+    ///   which would otherwise skip those events for good. `.cursorNeverIssued`, changing
+    ///   nothing, for a cursor too far ahead for any restore to explain (made up, or another
+    ///   relay's): one request must not make every device of the owner start over.
     func pull(_ owner: OwnerID, after cursor: Cursor, limit: Int, maxBytes: Int) throws(RelayStorageError) -> EventPage
     /// Drops tombstones stored before `storedBefore`; returns how many.
     func dropTombstones(storedBefore: Int64) throws(RelayStorageError) -> Int
@@ -156,6 +158,9 @@ public enum RelayStorageError: Error, Sendable, Equatable, CustomStringConvertib
     case quotaExceeded(quotaBytes: Int64, usedBytes: Int64, neededBytes: Int64)
     /// A pull after a cursor the storage cannot honour: it holds less than the device read.
     case cursorLost(owner: OwnerID, cursor: Cursor, why: CursorLoss)
+    /// A pull after a cursor so far beyond `newest` that no restore of this storage explains it
+    /// (`Cursor.couldFollowRestore`): never handed out here. Nothing changes.
+    case cursorNeverIssued(owner: OwnerID, cursor: Cursor, newest: Cursor)
     /// The database failed; `context` names the operation.
     case database(context: String, message: String)
 
@@ -164,6 +169,7 @@ public enum RelayStorageError: Error, Sendable, Equatable, CustomStringConvertib
         case .unknownOwner(let o): "unknown owner \(o)"
         case .quotaExceeded(let q, let u, let n): "quota of \(q) bytes exceeded (\(u) used, \(n) needed)"
         case .cursorLost(let o, let c, let why): "cursor \(c) of owner \(o) \(why)"
+        case .cursorNeverIssued(let o, let c, let newest): "cursor \(c) of owner \(o) was never handed out (the newest is \(newest))"
         case .database(let context, let message): "\(context): \(message)"
         }
     }

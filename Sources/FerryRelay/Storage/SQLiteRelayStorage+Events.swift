@@ -124,6 +124,10 @@ extension SQLiteRelayStorage {
                 }
                 after = cursor.sequence - offset
                 if after >= nextSeq {
+                    let newest = Cursor(offset + nextSeq - 1)
+                    guard Cursor.couldFollowRestore(cursor, newest: newest) else {
+                        throw RelayStorageError.cursorNeverIssued(owner: owner, cursor: cursor, newest: newest)
+                    }
                     // Restored from an older backup: every cursor handed out before goes.
                     if known {
                         guard let moved = Cursor.offsetAfterRestore(offset: offset, nextSeq: nextSeq) else {

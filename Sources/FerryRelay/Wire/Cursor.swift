@@ -32,6 +32,18 @@ extension Cursor {
     /// restore, so no cursor handed out before the restore lands in the new numbering.
     public static let restoreGap: Int64 = 1 << 32
 
+    /// How far beyond the newest cursor of the owner's numbering a cursor handed out before a
+    /// restore can be: the events taken between the backup and its restore (fewer than
+    /// `restoreGap`), plus `restoreGap` and the events for each time the numbering moved in
+    /// between (a restore found, the relay copy deleted), allowing for several.
+    public static let restoreSpan: Int64 = 8 * restoreGap
+
+    /// Whether `cursor`, beyond `newest`, can have been handed out by this storage before it
+    /// was restored from an older backup; if not, it was never handed out here.
+    public static func couldFollowRestore(_ cursor: Cursor, newest: Cursor) -> Bool {
+        cursor.sequence <= newest.sequence || cursor.sequence - max(newest.sequence, 0) <= restoreSpan
+    }
+
     /// The owner's cursor offset after the storage was found restored: `restoreGap` past the
     /// newest cursor of the numbering `offset` and `nextSeq` make, so every cursor handed out
     /// before is below it. Nil when that would leave less than half of Int64 for the numbers

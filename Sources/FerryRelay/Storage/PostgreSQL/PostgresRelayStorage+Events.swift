@@ -67,6 +67,10 @@ extension PostgresRelayStorage {
             }
             after = cursor.sequence - offset
             if after >= nextSeq {
+                let newest = Cursor(offset + nextSeq - 1)
+                guard Cursor.couldFollowRestore(cursor, newest: newest) else {
+                    throw .cursorNeverIssued(owner: owner, cursor: cursor, newest: newest)
+                }
                 if known { try moveOffsetPast(cursor, of: owner) }
                 throw .cursorLost(owner: owner, cursor: cursor, why: .ahead(newest: Cursor(offset + nextSeq - 1)))
             }

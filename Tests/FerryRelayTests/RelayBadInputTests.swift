@@ -219,6 +219,44 @@ import Testing
         try f.expectIntact("after query injection")
     }
 
+    /// At MaxConnections (waiting pulls hold connections) a new request is answered 503 at
+    /// once and closed, never left waiting unanswered; once the waiting clients leave (before
+    /// their waits end), all is served.
+    @Test func aRelayAtItsConnectionLimitSaysSoAtOnce() throws {
+        let f = try Fixture(config: "MaxConnections=16\n")
+        let cursor = try #require(try f.relay.call("GET", f.base + "/events", token: f.token).json["cursor"] as? String)
+        var waiting: [HTTPTestClient] = []
+        for _ in 0..<16 {
+            let c = try HTTPTestClient(port: f.relay.port)
+            #expect(c.send(HTTPTestClient.request("GET", f.base + "/events?wait=30&after=" + cursor, token: f.token)))
+            waiting.append(c)
+        }
+        // Once all sixteen are parked (a loaded machine may take a while to connect them).
+        let parked = Date()
+        while Date().timeIntervalSince(parked) < 10, try f.relay.call("GET", "/healthz").status != 503 {
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        for target in ["/healthz", f.base] {
+            let t0 = Date()
+            let r = try f.relay.call("GET", target, token: f.token)
+            #expect(r.status == 503 && r.json["error"] as? String == "unavailable", "\(target): \(r.status) \(r.text.prefix(200))")
+            #expect((r.json["message"] as? String ?? "").contains("MaxConnections=16") && r.headers["retry-after"] == "5")
+            #expect(Date().timeIntervalSince(t0) < 5, "answered only after \(Date().timeIntervalSince(t0)) s")
+        }
+        // The waiting clients leave: their pulls are answered within a second or so (a parked
+        // connection is not watched otherwise), and requests are served again.
+        waiting.removeAll()   // closes them
+        let t0 = Date()
+        var status = 0
+        while Date().timeIntervalSince(t0) < 5 {
+            status = try f.relay.call("GET", f.base, token: f.token).status
+            if status == 200 { break }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        #expect(status == 200 && Date().timeIntervalSince(t0) < 4, "\(status) after \(Date().timeIntervalSince(t0)) s")
+        #expect(f.relay.log.contains("at MaxConnections=16"))
+    }
+
     @Test func aClientTricklingOneByteASecondIsDroppedWhileOthersAreServed() throws {
         let f = try Fixture()
         // One trickles its head, one its body (a valid push that would store an event).

@@ -1,6 +1,7 @@
 import CMicroHTTPD
 import FerrySync
 import Foundation
+import Synchronization
 
 /// The HTTP/1.1 server: libmicrohttpd glue around `RelayService`, and the only code that
 /// touches CMicroHTTPD.
@@ -73,6 +74,13 @@ public final class MicroHTTPDServer: @unchecked Sendable {
     /// True when this libmicrohttpd was built with TLS (Debian 12's is, with GnuTLS).
     public static var supportsTLS: Bool { ferry_mhd_has_tls() != 0 }
 
+    /// Connections accepted beyond `MaxConnections` only to be answered 503 and closed, so a
+    /// client past the limit is told instead of waiting in the listen queue.
+    static func overCapacitySlots(_ maxConnections: Int) -> Int { max(16, maxConnections / 16) }
+
+    /// When a request was last turned away for capacity (the log says so once a minute).
+    private let capacityNoticed = Mutex<ContinuousClock.Instant?>(nil)
+
     /// Starts serving.
     /// - Parameters: PEM texts of the certificate chain and key for HTTPS, or nil for HTTP.
     public func start(certificatePEM: String? = nil, keyPEM: String? = nil) throws(Failure) {
@@ -85,7 +93,8 @@ public final class MicroHTTPDServer: @unchecked Sendable {
         pems = [cert, key].compactMap { $0 }
         let cls = Unmanaged.passUnretained(self).toOpaque()
         daemon = ferry_mhd_start(
-            listenFD, UInt32(c.threads), UInt32(c.maxConnections), UInt32(c.connectionTimeoutSeconds), 64 * 1024,
+            listenFD, UInt32(c.threads), UInt32(c.maxConnections + Self.overCapacitySlots(c.maxConnections)),
+            UInt32(c.connectionTimeoutSeconds), 64 * 1024,
             { cls, connection, _, method, _, data, size, conCls in
                 let server = Unmanaged<MicroHTTPDServer>.fromOpaque(cls!).takeUnretainedValue()
                 return server.access(connection!, method: method!, data: data, size: size!, conCls: conCls!)
@@ -116,8 +125,10 @@ public final class MicroHTTPDServer: @unchecked Sendable {
             throw Failure(description: "libmicrohttpd did not start (see the lines it logged above)")
         }
         service.hub.start()
-        let sweeper = Thread { [deadlines, stopSweeping, logger = service.logger] in
+        let sweeper = Thread { [deadlines, stopSweeping, logger = service.logger, hub = service.hub] in
             while stopSweeping.wait(timeout: .now() + 1) == .timedOut {
+                // Waiting pulls whose client left are answered, so their connections close.
+                hub.resumeDisconnected()
                 let n = deadlines.sweep()
                 if n > 0 { logger.notice("dropped \(n) connection(s) that sent no complete request head within ConnectionTimeoutSeconds") }
             }
@@ -188,6 +199,20 @@ public final class MicroHTTPDServer: @unchecked Sendable {
         switch exchange.phase {
         case .new:
             deadlines.headReceived(UInt(bitPattern: connection))
+            let limit = service.configuration.maxConnections
+            if deadlines.isOverCapacity(UInt(bitPattern: connection), maxConnections: limit) {
+                // Beyond MaxConnections: told so at once (and closed), never left hanging.
+                let now = ContinuousClock.now
+                if capacityNoticed.withLock({ last in
+                    guard last.map({ now - $0 > .seconds(60) }) ?? true else { return false }
+                    last = now
+                    return true
+                }) {
+                    service.logger.notice("at MaxConnections=\(limit): new requests are answered 503 until connections close; raise MaxConnections in ferry-relay.conf if this goes on")
+                }
+                exchange.route = "over-capacity"
+                return respond(RelayError.atCapacity(maxConnections: limit).response, exchange, connection)
+            }
             exchange.bodyStarted = .now
             exchange.method = String(cString: method)
             let head = HTTPRequestHead(
@@ -290,7 +315,7 @@ public final class MicroHTTPDServer: @unchecked Sendable {
             exchange.phase = .waiting(prepared)
             MHD_suspend_connection(connection)
             let handle = ConnectionHandle(pointer: connection)
-            if !service.hub.wait(owner: owner, generation: generation, deadline: deadline, resume: {
+            if !service.hub.wait(owner: owner, generation: generation, deadline: deadline, fd: ferry_mhd_connection_fd(connection), resume: {
                 MHD_resume_connection(handle.pointer)
             }) {
                 // A push landed between the query and the registration: query again now.

@@ -24,6 +24,8 @@ final class RequestDeadlines: @unchecked Sendable {
         var fd: Int32
         /// When the connection started waiting for a request head; nil while a request is handled.
         var awaitingHeadSince: ContinuousClock.Instant?
+        /// How many connections were open when this one opened (itself not counted).
+        var openBefore: Int
     }
 
     private let lock = NSLock()
@@ -34,12 +36,22 @@ final class RequestDeadlines: @unchecked Sendable {
 
     func opened(_ connection: UInt, fd: Int32, now: ContinuousClock.Instant = .now) {
         lock.lock(); defer { lock.unlock() }
-        connections[connection] = Entry(fd: fd, awaitingHeadSince: now)
+        connections[connection] = Entry(fd: fd, awaitingHeadSince: now, openBefore: connections.count)
     }
 
     func closed(_ connection: UInt) {
         lock.lock(); defer { lock.unlock() }
         connections.removeValue(forKey: connection)
+    }
+
+    /// Whether `connection` is one too many for `maxConnections`: it opened when that many were
+    /// open already, and that many still are. (Those that opened first keep their places: a
+    /// burst of connections is counted in the order they came, not the order their requests
+    /// are read.)
+    func isOverCapacity(_ connection: UInt, maxConnections: Int) -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        guard let entry = connections[connection] else { return false }
+        return entry.openBefore >= maxConnections && connections.count > maxConnections
     }
 
     /// The head arrived: the request is the access handler's now.

@@ -1,5 +1,6 @@
 import FerrySync
 import Foundation
+import Glibc
 
 /// Parks long-poll pulls until their owner gets a push or their wait ends, without a thread per
 /// waiter: a waiter is a `resume` closure (the server glue's `MHD_resume_connection` for a
@@ -14,6 +15,8 @@ public final class LongPollHub: @unchecked Sendable {
     private struct Waiter {
         var owner: OwnerID
         var deadline: ContinuousClock.Instant
+        /// The waiting client's socket (-1: none), looked at by `resumeDisconnected`.
+        var fd: Int32
         var resume: @Sendable () -> Void
     }
 
@@ -51,12 +54,12 @@ public final class LongPollHub: @unchecked Sendable {
     /// pushing thread or the timer thread).
     /// - Returns: false, without keeping `resume`, when the owner's generation moved past
     ///   `generation` (or the hub stopped): the caller queries again instead of waiting.
-    public func wait(owner: OwnerID, generation: UInt64, deadline: ContinuousClock.Instant,
+    public func wait(owner: OwnerID, generation: UInt64, deadline: ContinuousClock.Instant, fd: Int32 = -1,
                      resume: @escaping @Sendable () -> Void) -> Bool {
         condition.lock(); defer { condition.unlock() }
         guard state != .stopped, generations[owner, default: 0] &+ epoch == generation else { return false }
         nextID += 1
-        waiters[nextID] = Waiter(owner: owner, deadline: deadline, resume: resume)
+        waiters[nextID] = Waiter(owner: owner, deadline: deadline, fd: fd, resume: resume)
         byOwner[owner, default: []].insert(nextID)
         condition.broadcast()
         return true
@@ -83,6 +86,36 @@ public final class LongPollHub: @unchecked Sendable {
         condition.unlock()
         for resume in woken { resume() }
     }
+
+    /// Resumes the waiters whose client closed its end (or whose socket failed): a parked
+    /// connection is not watched by the server, so without this it would hold its place (and
+    /// count against MaxConnections) until its deadline. Returns how many.
+    @discardableResult
+    public func resumeDisconnected() -> Int {
+        condition.lock()
+        let watched = waiters.compactMap { id, w in w.fd >= 0 ? (id, w.fd) : nil }
+        condition.unlock()
+        guard !watched.isEmpty else { return 0 }
+        var polls = watched.map { pollfd(fd: $0.1, events: Self.pollRDHup, revents: 0) }
+        guard poll(&polls, nfds_t(polls.count), 0) > 0 else { return 0 }
+        let gone = Set(zip(watched, polls).compactMap { entry, p in
+            p.revents & (Self.pollRDHup | Int16(POLLHUP | POLLERR | POLLNVAL)) != 0 ? entry.0 : nil
+        })
+        condition.lock()
+        var woken: [@Sendable () -> Void] = []
+        for id in gone {
+            guard let w = waiters.removeValue(forKey: id) else { continue }
+            byOwner[w.owner]?.remove(id)
+            if byOwner[w.owner]?.isEmpty == true { byOwner.removeValue(forKey: w.owner) }
+            woken.append(w.resume)
+        }
+        condition.unlock()
+        for resume in woken { resume() }
+        return woken.count
+    }
+
+    /// Linux's POLLRDHUP (the peer closed its end), which Glibc's module leaves out (_GNU_SOURCE).
+    private static let pollRDHup: Int16 = 0x2000
 
     /// How many waiters are parked.
     public var waitingCount: Int {

@@ -36,6 +36,9 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
     case storage(String)
     /// 503: the relay is shutting down.
     case unavailable
+    /// 503: the relay holds `maxConnections` connections already (waiting pulls among them);
+    /// the connection is closed after the answer.
+    case atCapacity(maxConnections: Int)
 
     public var description: String {
         switch self {
@@ -54,6 +57,7 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
         case .rateLimited(let s): "rate limited for \(s) s"
         case .storage(let m): "storage: \(m)"
         case .unavailable: "shutting down"
+        case .atCapacity(let n): "at its connection limit of \(n)"
         }
     }
 
@@ -101,6 +105,10 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
             return body(500, "internal", "the relay could not complete the request (see its log); retry later")
         case .unavailable:
             return body(503, "unavailable", "the relay is shutting down; retry shortly", headers: [("Retry-After", "1")])
+        case .atCapacity(let n):
+            return body(503, "unavailable", "the relay has as many connections open as it takes (MaxConnections=\(n), waiting pulls among "
+                        + "them); retry shortly. Its operator can raise MaxConnections in ferry-relay.conf",
+                        headers: [("Retry-After", "5"), ("Connection", "close")])
         }
     }
 

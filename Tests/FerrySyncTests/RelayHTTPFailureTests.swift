@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Testing
 @testable import FerrySync
 
@@ -54,5 +57,75 @@ import Testing
         #expect(failure(413, "").kind == "too-large")   // a proxy's body limit
         #expect(failure(429, "rate_limited", headers: ["retry-after": "7"]) == .rateLimited(retryAfter: .seconds(7), failure(429, "rate_limited").message))
         #expect(failure(503, "unavailable").kind == "unavailable")
+    }
+}
+
+/// Network failures read in words, from FoundationNetworking's real errors against a local
+/// server that misbehaves.
+@Suite struct RelayHTTPNetworkReasonTests {
+    /// A server on 127.0.0.1 that accepts one connection, reads `readBytes` of it (0: the whole
+    /// request head), and closes it without answering.
+    final class ClosingServer: @unchecked Sendable {
+        let port: Int
+        private let fd: Int32
+
+        init(readBytes: Int) throws {
+            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let ok = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(listener, $0, length) == 0 && listen(listener, 4) == 0 && getsockname(listener, $0, &length) == 0
+                }
+            }
+            guard ok else { close(listener); throw POSIXError(.EADDRINUSE) }
+            port = Int(UInt16(bigEndian: address.sin_port))
+            fd = listener
+            Thread {
+                let client = accept(listener, nil, nil)
+                guard client >= 0 else { return }
+                // Up to `readBytes`, or (0) the whole request head: then the close is a clean one.
+                var received: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while readBytes == 0 ? received.firstRange(of: Array("\r\n\r\n".utf8)) == nil : received.count < readBytes {
+                    let want = readBytes == 0 ? buffer.count : min(buffer.count, readBytes - received.count)
+                    let n = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress!, want, 0) }
+                    if n <= 0 { break }
+                    received += buffer[0..<n]
+                }
+                close(client)
+            }.start()
+        }
+
+        deinit { close(fd) }
+    }
+
+    func failure(readBytes: Int, body: Int) async throws -> String {
+        let server = try ClosingServer(readBytes: readBytes)
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/v1/owners/x/events")!)
+        request.httpMethod = body > 0 ? "POST" : "GET"
+        if body > 0 { request.httpBody = Data(repeating: 0x61, count: body) }
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.invalidateAndCancel() }
+        do {
+            _ = try await SessionCall.data(session, request)
+        } catch {
+            return RelayHTTP.reason(error)
+        }
+        Issue.record("the request did not fail")
+        return ""
+    }
+
+    @Test func aConnectionClosedBeforeAnyAnswerSaysSo() async throws {
+        let reason = try await failure(readBytes: 0, body: 0)
+        #expect(reason.contains("closed before any answer"), "\(reason)")
+    }
+
+    @Test func aConnectionThatBreaksMidBodyIsNotANumber() async throws {
+        let reason = try await failure(readBytes: 16, body: 8 << 20)
+        #expect(!reason.contains("network error -1") && !reason.contains("not HTTP"), "\(reason)")
+        #expect(reason.contains("connection"), "\(reason)")
     }
 }

@@ -108,9 +108,12 @@ struct RelayHTTP: Sendable {
         "\(what): cannot reach the relay at \(base.absoluteString): \(Self.reason(error)); check the URL and the network"
     }
 
-    /// A network failure in words (FoundationNetworking on Linux describes them only by number).
+    /// A network failure in words (FoundationNetworking on Linux describes them only by number;
+    /// for the ones it does not name it passes libcurl's own text, which is used then).
     static func reason(_ error: any Error) -> String {
         guard let e = error as? URLError else { return "\(error)" }
+        let detail = ((e as NSError).userInfo[NSLocalizedDescriptionKey] as? String)?
+            .trimmingCharacters(in: .whitespacesAndNewlines).prefix(200)
         switch e.code {
         case .timedOut: return "no answer in time"
         case .cannotConnectToHost: return "the connection was refused (is ferry-relay running and listening there?)"
@@ -120,9 +123,20 @@ struct RelayHTTP: Sendable {
         case .secureConnectionFailed: return "the TLS handshake failed"
         case .serverCertificateUntrusted, .serverCertificateHasUnknownRoot, .serverCertificateHasBadDate, .serverCertificateNotYetValid:
             return "its TLS certificate is not trusted here"
-        case .badServerResponse, .cannotParseResponse: return "the answer is not HTTP"
+        case .badServerResponse, .cannotParseResponse:
+            // libcurl's "Empty reply from server": the connection closed before any answer.
+            if detail?.localizedCaseInsensitiveContains("empty reply") == true {
+                return "the connection was closed before any answer (the relay, or something between, dropped it)"
+            }
+            return "the answer is not HTTP" + (detail.map { " (\($0))" } ?? "")
         case .unsupportedURL, .badURL: return "the URL is not an http or https URL"
-        default: return "network error \(e.code.rawValue)"
+        default:
+            // Mostly a connection that broke mid-request ("Send failure: Broken pipe",
+            // "Recv failure: Connection reset by peer").
+            if let detail, !detail.isEmpty, !detail.hasPrefix("The operation could not be completed") {
+                return "the connection failed: \(detail)"
+            }
+            return "the connection failed (network error \(e.code.rawValue))"
         }
     }
 

@@ -219,6 +219,23 @@ import Testing
         try f.expectIntact("after query injection")
     }
 
+    /// A JSON body declared as something else is refused with 415 before it is read; an
+    /// undeclared one, or JSON with parameters, is taken.
+    @Test func aPushDeclaredAsSomethingOtherThanJSONIs415() throws {
+        let f = try Fixture()
+        let fresh = Base64.encode(TestEnvelopes.make(owner: f.owner, stream: TestEnvelopes.stream(), millis: 7000).encoded)
+        let body = Array("{\"events\":[\"\(fresh)\"]}".utf8)
+        for type in ["text/plain", "application/x-www-form-urlencoded", "application/jsonx"] {
+            let r = try f.expectError("POST", f.base + "/events", token: f.token, body: body, headers: ["Content-Type: \(type)"],
+                                      status: 415, code: "unsupported_media_type")
+            #expect(r.text.contains("application/json"), "\(r.text)")
+        }
+        try f.expectIntact("pushes declared as something else")
+        for type in ["application/json; charset=utf-8", "Application/JSON"] {
+            #expect(try f.relay.call("POST", f.base + "/events", token: f.token, body: body, headers: ["Content-Type: \(type)"]).status == 200)
+        }
+    }
+
     /// At MaxConnections (waiting pulls hold connections) a new request is answered 503 at
     /// once and closed, never left waiting unanswered; once the waiting clients leave (before
     /// their waits end), all is served.

@@ -9,16 +9,29 @@ public struct HTTPRequestHead: Sendable, Equatable {
     public var authorization: String?
     /// `Content-Length`, if sent and a valid number.
     public var contentLength: Int?
+    /// `Content-Type`, if sent.
+    public var contentType: String?
     /// The peer's address, for rate limits and logs.
     public var remoteAddress: String
 
     public init(method: String, target: String, authorization: String? = nil, contentLength: Int? = nil,
-                remoteAddress: String = "127.0.0.1") {
+                contentType: String? = nil, remoteAddress: String = "127.0.0.1") {
         self.method = method
         self.target = target
         self.authorization = authorization
         self.contentLength = contentLength
+        self.contentType = contentType
         self.remoteAddress = remoteAddress
+    }
+}
+
+extension HTTPRequestHead {
+    /// Whether the body is declared JSON, or not declared at all: `Content-Type` absent, or
+    /// `application/json` (any case, with parameters such as `; charset=utf-8`).
+    public var bodyMayBeJSON: Bool {
+        guard let type = contentType else { return true }
+        let media = type.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        return media.lowercased() == "application/json"
     }
 }
 

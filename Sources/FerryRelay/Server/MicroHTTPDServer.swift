@@ -219,6 +219,7 @@ public final class MicroHTTPDServer: @unchecked Sendable {
                 method: exchange.method, target: exchange.target,
                 authorization: header(connection, "Authorization"),
                 contentLength: header(connection, "Content-Length").flatMap { Int($0) },
+                contentType: header(connection, "Content-Type"),
                 remoteAddress: remoteAddress(connection))
             switch service.prepare(head) {
             case .failure(let error):

@@ -90,6 +90,9 @@ public final class RelayService: Sendable {
             default:
                 plan = .discard
             }
+            if case .buffer = plan, !head.bodyMayBeJSON {
+                throw .unsupportedMediaType("the body must be JSON (Content-Type: application/json), not \(head.contentType!.prefix(80))")
+            }
             switch plan {
             case .buffer(let limit) where (head.contentLength ?? 0) > limit:
                 throw .tooLarge("the body is \(head.contentLength!) bytes; the limit is \(limit)")

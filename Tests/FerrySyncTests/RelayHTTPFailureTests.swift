@@ -38,6 +38,7 @@ import Testing
         let forbidden = RelayHTTP.failure(Self.reply(403, "forbidden", "this token belongs to another owner"), what: "pulling", base: Self.base)
         #expect(forbidden.kind == "unauthorized")
         #expect(RelayHTTP.failure(Self.reply(413, "quota_exceeded", "full"), what: "pushing", base: Self.base).kind == "quota")
+        #expect(RelayHTTP.failure(Self.reply(413, "quota_exceeded", "full"), what: "pushing", base: Self.base).message.contains("'ferryctl sync' sends what waits at once"))
         #expect(RelayHTTP.failure(Self.reply(503, "unavailable", "down"), what: "pushing", base: Self.base).kind == "unavailable")
     }
 

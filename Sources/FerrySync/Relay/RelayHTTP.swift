@@ -167,7 +167,8 @@ struct RelayHTTP: Sendable {
                 + "of this owner ('ferryctl relay pair' there, then 'ferryctl transport add NAME relay URL --code CODE' here)")
         // The engine says what it does about it (it starts the transport over).
         case 409 where code == "lost_data": return .hostLostData(text)
-        case 413 where code == "quota_exceeded": return .quotaExceeded(text)
+        case 413 where code == "quota_exceeded":
+            return .quotaExceeded(text + "; once the quota is raised (or the owner's data shrinks), 'ferryctl sync' sends what waits at once")
         case 413: return .tooLarge(text)
         case 429:
             let seconds = reply.headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }

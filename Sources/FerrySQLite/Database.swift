@@ -31,12 +31,12 @@ public final class Database: @unchecked Sendable {
     /// write-ahead log and shared-memory files SQLite makes beside it (which take the file's
     /// mode), are readable by this user only: a database holds keys and tokens, whatever the
     /// umask and the mode of the directory it is in (systemd makes a StateDirectory= 0755).
-    /// Files made earlier with a wider mode are narrowed when opened for writing.
+    /// Files made with a wider mode (by an older version, or just now by SQLite, empty) are
+    /// narrowed when opened for writing.
     /// - Throws: `SQLiteError` when the file cannot be opened.
     public init(path: String, mode: Mode = .readWrite) throws(SQLiteError) {
         _ = Database.processSetup
         self.path = path
-        if mode == .readWrite && path != ":memory:" && !path.isEmpty && !path.hasPrefix("file:") { Database.keepPrivate(path) }
         var db: OpaquePointer?
         let flags: Int32 = (mode == .readWrite ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) : SQLITE_OPEN_READONLY)
             | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
@@ -48,14 +48,16 @@ public final class Database: @unchecked Sendable {
         }
         handle = db
         sqlite3_busy_timeout(db, 5000)
+        if mode == .readWrite && path != ":memory:" && !path.isEmpty && !path.hasPrefix("file:") { Database.keepPrivate(path) }
     }
 
-    /// Creates `path` empty with mode 0600 when missing (SQLite takes an empty file as a new
-    /// database), and takes group and other permissions off it and its `-wal` and `-shm` files.
-    /// Best effort: what cannot be changed (another user's file) is left to `open` to judge.
+    /// Takes group and other permissions off `path` (which SQLite has just opened, creating it
+    /// if it was missing) and its `-wal` and `-shm` files; SQLite makes those with the mode of
+    /// the database file, so they are private from then on. Only `chmod`: opening and closing
+    /// the file here would drop the POSIX locks this process holds on it through its other
+    /// connections, and another process could then take itself for the last one and delete
+    /// the write-ahead log under them. Best effort: another user's file is left alone.
     private static func keepPrivate(_ path: String) {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        if fd >= 0 { close(fd) }
         for file in [path, path + "-wal", path + "-shm"] {
             var st = stat()
             if stat(file, &st) == 0, st.st_mode & 0o077 != 0, st.st_uid == geteuid() {

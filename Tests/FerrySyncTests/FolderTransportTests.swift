@@ -212,6 +212,28 @@ import Testing
         #expect(try await !r.getBlob(key: key, to: b.path + "/fetched"))
     }
 
+    /// Odd entries in the writer's own directory (a directory under the next segment's name and
+    /// under a temporary file's name, as a sync tool may carry them) neither stop its writes nor
+    /// get removed or read: the next segment goes above the taken name.
+    @Test mutating func oddEntriesInTheOwnDirectoryDoNotStopTheWriter() async throws {
+        let first = envelopes(1, from: 10), second = envelopes(1, from: 20)
+        _ = try await writer().push(first)
+        let dir = FolderFixture.deviceDirectory(a.path)
+        try FileManager.default.createDirectory(atPath: dir + "/seg-0000000000000002.fseg", withIntermediateDirectories: false)
+        try FileManager.default.createDirectory(atPath: dir + "/.tmp-odd", withIntermediateDirectories: false)
+        let t = writer()   // reads its directory afresh
+        #expect(try await t.push(second) == [.accepted])
+        #expect(SyncTool.files(a.path).contains("seg-0000000000000003.fseg"))
+        #expect(FileManager.default.fileExists(atPath: dir + "/.tmp-odd"))
+        #expect(await t.status().state == "ok")
+        // (This test's sync tool copies files only.)
+        try FileManager.default.removeItem(atPath: dir + "/seg-0000000000000002.fseg")
+        try FileManager.default.removeItem(atPath: dir + "/.tmp-odd")
+        try SyncTool.mirror(from: a.path, to: b.path)
+        let got = try await reader().drain(from: nil)
+        #expect(Set(got.envelopes.map(\.header.event)) == Set((first + second).map(\.header.event)))
+    }
+
     /// Two installations writing as one device (a cloned machine) into one directory: neither
     /// ever writes over a segment the other wrote (a sync tool would carry the replacement to
     /// every device in place of its data), every device reads what both wrote, and the one that

@@ -51,23 +51,46 @@ struct FolderOwnLog: Sendable {
         var log = FolderOwnLog(directory: (identity.device, identity.inode))
         var segs: [UInt64] = [], snaps: [UInt64] = []
         for name in try FolderIO.list(dir) {
-            if name.hasPrefix(".tmp-") { try FolderIO.remove(dir + "/" + name); continue }
+            if name.hasPrefix(".tmp-") {
+                if try FolderIO.kind(of: dir + "/" + name)?.isRegular == true { try FolderIO.remove(dir + "/" + name) }
+                continue
+            }
             switch FolderFileName(name) {
             case .segment(let seq): segs.append(seq)
             case .snapshot(let seq): snaps.append(seq)
             case .conflictCopy, .ignored: break
             }
         }
+        // Something else than a file under a Ferry name (a directory a sync tool carried, a
+        // FIFO) is no file of this device's: not read, not removed, never waited on; the next
+        // segment is written above its number all the same, since that name is taken.
+        var files: [UInt64] = []
+        var oddHigh: UInt64 = 0
+        for seq in segs {
+            if let k = try FolderIO.kind(of: dir + "/" + FolderFileName.segmentName(seq)), !k.isRegular {
+                log.unreadable += 1
+                oddHigh = max(oddHigh, seq)
+            } else {
+                files.append(seq)
+            }
+        }
+        segs = files
+        files = []
+        for seq in snaps {
+            if let k = try FolderIO.kind(of: dir + "/" + FolderFileName.snapshotName(seq)), !k.isRegular { log.unreadable += 1 } else { files.append(seq) }
+        }
+        snaps = files
+        log.lastSeq = max(log.lastSeq, oddHigh)
         if let newest = snaps.max() {
             for seq in snaps where seq < newest { try FolderIO.remove(dir + "/" + FolderFileName.snapshotName(seq)) }
             for seq in segs where seq <= newest { try FolderIO.remove(dir + "/" + FolderFileName.segmentName(seq)) }
             segs.removeAll { $0 <= newest }
             log.snapshot = (newest, 0)
-            log.lastSeq = newest
+            log.lastSeq = max(log.lastSeq, newest)
         }
-        var files: [(String, FolderFileHeader.Kind, UInt64)] = segs.map { (FolderFileName.segmentName($0), .segment, $0) }
-        if let snap = log.snapshot { files.insert((FolderFileName.snapshotName(snap.seq), .snapshot, snap.seq), at: 0) }
-        for (name, kind, seq) in files {
+        var toRead: [(String, FolderFileHeader.Kind, UInt64)] = segs.map { (FolderFileName.segmentName($0), .segment, $0) }
+        if let snap = log.snapshot { toRead.insert((FolderFileName.snapshotName(snap.seq), .snapshot, snap.seq), at: 0) }
+        for (name, kind, seq) in toRead {
             var events: [EventID] = []
             var headers: [(EnvelopeHeader, Int)] = []
             var bad = 0

@@ -30,7 +30,7 @@ public final class Database: @unchecked Sendable {
     /// Opens (and for `.readWrite`, creates) the database at `path`. The file, and the
     /// write-ahead log and shared-memory files SQLite makes beside it (which take the file's
     /// mode), are readable by this user only: a database holds keys and tokens, whatever the
-    /// umask and the mode of the directory it is in (systemd makes a StateDirectory= 0755).
+    /// umask and the mode of the directory it is in (one made beforehand is often 0755).
     /// Files made with a wider mode (by an older version, or just now by SQLite, empty) are
     /// narrowed when opened for writing.
     /// - Throws: `SQLiteError` when the file cannot be opened.

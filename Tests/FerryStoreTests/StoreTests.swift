@@ -8,7 +8,7 @@ import FerrySQLite
 
 @Suite struct StoreTests {
     /// The database holds the owner keys and relay tokens: its files are this user's alone,
-    /// whatever the directory's mode (systemd makes a StateDirectory= 0755), and files left with
+    /// whatever the directory's mode (one made beforehand is often 0755), and files left with
     /// a wider mode by an older version are narrowed.
     @Test func theDatabaseFilesAreReadableByThisUserOnly() throws {
         let dir = TempDir()

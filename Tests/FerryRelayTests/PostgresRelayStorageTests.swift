@@ -18,6 +18,22 @@ import Testing
         }
     }
 
+    /// /healthz says the process serves; /readyz that its storage answers too: 503 while the
+    /// database is down, 200 again once it is back.
+    @Test func readyzFollowsTheDatabaseAndHealthzDoesNot() throws {
+        let cluster = try PostgresCluster()
+        let relay = try RelayHarness(backend: .postgresql, conninfo: try cluster.createDatabase())
+        try relay.start()
+        #expect(try relay.call("GET", "/readyz").status == 200)
+        #expect(try relay.call("GET", "/healthz").status == 200)
+        cluster.stop()
+        let down = try relay.call("GET", "/readyz")
+        #expect(down.status == 503 && down.json["error"] as? String == "unavailable", "\(down.status) \(down.text)")
+        #expect((down.json["message"] as? String ?? "").contains("storage"), "\(down.text)")
+        #expect(try relay.call("GET", "/healthz").status == 200)
+        #expect(relay.log.contains("not ready: the storage does not answer"))
+    }
+
     @Test func relaysStartingAtOnceMigrateOnce() throws {
         let conninfo = try PostgresCluster.shared().createDatabase()
         let failures = Counter()

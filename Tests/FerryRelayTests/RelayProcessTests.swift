@@ -91,6 +91,7 @@ import Testing
         #expect(metrics.text.contains("ferry_relay_request_duration_seconds_bucket{route=\"events_pull\""))
         let health = try relay.call("GET", "/healthz")
         #expect(health.status == 200 && health.text == "ok\n")
+        #expect(try relay.call("GET", "/readyz").status == 200)
         #expect(relay.stop() == 0)
         #expect(!relay.log.contains(token))
     }

@@ -63,6 +63,7 @@ import Testing
         let o = OwnerID(hex: owner)!
         let key = String(repeating: "ab", count: 32)
         #expect(try Router.resolve(method: "GET", path: "/healthz") == .health)
+        #expect(try Router.resolve(method: "GET", path: "/readyz") == .ready)
         #expect(try Router.resolve(method: "GET", path: "/metrics") == .metrics)
         #expect(try Router.resolve(method: "POST", path: "/v1/pair") == .pair)
         #expect(try Router.resolve(method: "GET", path: "/v1/owners/\(owner)") == .ownerInfo(o))

@@ -3,6 +3,7 @@ import FerrySync
 /// One operation of the wire API, resolved from a method and a path (see docs/relay.openapi.yaml).
 public enum Endpoint: Sendable, Equatable {
     case health
+    case ready
     case metrics
     case pair
     case ownerInfo(OwnerID)
@@ -19,7 +20,7 @@ public enum Endpoint: Sendable, Equatable {
     /// The right the caller's token needs on `owner`, or nil for an endpoint without auth.
     public var right: Right? {
         switch self {
-        case .health, .metrics, .pair: nil
+        case .health, .ready, .metrics, .pair: nil
         case .pullEvents, .getBlob, .headBlob: .read
         case .pushEvents, .putBlob: .write
         case .ownerInfo, .deleteOwner, .createPairingCode, .listTokens, .revokeToken: .owner
@@ -29,7 +30,7 @@ public enum Endpoint: Sendable, Equatable {
     /// The owner the endpoint acts on.
     public var owner: OwnerID? {
         switch self {
-        case .health, .metrics, .pair: nil
+        case .health, .ready, .metrics, .pair: nil
         case .ownerInfo(let o), .deleteOwner(let o), .pushEvents(let o), .pullEvents(let o),
              .putBlob(let o, _), .getBlob(let o, _), .headBlob(let o, _), .createPairingCode(let o),
              .listTokens(let o), .revokeToken(let o, _): o
@@ -40,6 +41,7 @@ public enum Endpoint: Sendable, Equatable {
     public var name: String {
         switch self {
         case .health: "healthz"
+        case .ready: "readyz"
         case .metrics: "metrics"
         case .pair: "pair"
         case .ownerInfo: "owner_info"

@@ -16,6 +16,7 @@ public enum Router {
             throw .methodNotAllowed(allowed: methods)
         }
         if parts == ["healthz"] { return try allow(["GET"]) { _ in .health } }
+        if parts == ["readyz"] { return try allow(["GET"]) { _ in .ready } }
         if parts == ["metrics"] { return try allow(["GET"]) { _ in .metrics } }
         if parts == ["v1", "pair"] { return try allow(["POST"]) { _ in .pair } }
         guard parts.count >= 3, parts[0] == "v1", parts[1] == "owners" else { throw .notFound(path: path) }

@@ -36,6 +36,8 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
     case storage(String)
     /// 503: the relay is shutting down.
     case unavailable
+    /// 503 from /readyz: the storage does not answer (the detail goes to the log).
+    case storageUnreachable
     /// 503: the relay holds `maxConnections` connections already (waiting pulls among them);
     /// the connection is closed after the answer.
     case atCapacity(maxConnections: Int)
@@ -58,6 +60,7 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
         case .storage(let m): "storage: \(m)"
         case .unavailable: "shutting down"
         case .atCapacity(let n): "at its connection limit of \(n)"
+        case .storageUnreachable: "storage unreachable"
         }
     }
 
@@ -105,6 +108,8 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
             return body(500, "internal", "the relay could not complete the request (see its log); retry later")
         case .unavailable:
             return body(503, "unavailable", "the relay is shutting down; retry shortly", headers: [("Retry-After", "1")])
+        case .storageUnreachable:
+            return body(503, "unavailable", "the relay's storage does not answer (see the relay's log): check its database", headers: [("Retry-After", "5")])
         case .atCapacity(let n):
             return body(503, "unavailable", "the relay has as many connections open as it takes (MaxConnections=\(n), waiting pulls among "
                         + "them); retry shortly. Its operator can raise MaxConnections in ferry-relay.conf",

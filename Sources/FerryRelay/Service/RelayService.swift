@@ -140,6 +140,15 @@ public final class RelayService: Sendable {
         do throws(RelayError) {
             switch request.endpoint {
             case .health: return .respond(.text(200, "ok\n"))
+            case .ready:
+                // Liveness is /healthz; ready means the storage answers a query now.
+                do {
+                    _ = try storage.totalEvents()
+                    return .respond(.text(200, "ready\n"))
+                } catch {
+                    logger.warning("not ready: the storage does not answer: \(error)")
+                    return .respond(RelayError.storageUnreachable.response)
+                }
             case .metrics:
                 let events = try? storage.totalEvents()
                 return .respond(.text(200, metrics.render(eventsStored: events, longPollers: hub.waitingCount),

@@ -97,22 +97,25 @@ public enum StoreInterface {
     # Makes a losing version current again, as a new version that wins everywhere.
     method RestoreConflict(space: ?string, entity: string, id: string, hlc: string) -> (record: Record)
 
+    # Errors about one record of a PutMany of several carry `index`, its place in `records`
+    # (from 0), and a message that starts "records[index]: ".
+
     # The entity name is not [a-z][a-z0-9_.-]{0,63}.
-    error InvalidEntity (entity: string, message: string)
+    error InvalidEntity (entity: string, message: string, index: ?int)
     # The id is empty, too long or has control characters.
-    error InvalidID (entity: string, id: string, message: string)
+    error InvalidID (entity: string, id: string, message: string, index: ?int)
     # A stamp is malformed.
     error InvalidStamp (hlc: string, message: string)
     # The payload object is not acceptable: a duplicate key, a number out of range, too deep,
     # or a tombstone with one. (A payload that is not an object at all is
     # org.varlink.service.InvalidParameter "payload", as its type says.)
-    error InvalidPayload (entity: string, id: string, message: string)
+    error InvalidPayload (entity: string, id: string, message: string, index: ?int)
     # The payload is over the size limit.
-    error PayloadTooLarge (entity: string, id: string, size: int, limit: int, message: string)
+    error PayloadTooLarge (entity: string, id: string, size: int, limit: int, message: string, index: ?int)
     # An attachment reference is not a lowercase hex SHA-256.
-    error InvalidAttachmentReference (entity: string, id: string, reference: string, message: string)
+    error InvalidAttachmentReference (entity: string, id: string, reference: string, message: string, index: ?int)
     # The entity kind is immutable and the record exists.
-    error ImmutableRecord (entity: string, id: string, message: string)
+    error ImmutableRecord (entity: string, id: string, message: string, index: ?int)
     # No such record.
     error NotFound (space: string, entity: string, id: string, message: string)
     # No such space.
@@ -120,7 +123,7 @@ public enum StoreInterface {
     # A batch holds more records than allowed.
     error BatchTooLarge (count: int, limit: int, message: string)
     # A referenced attachment is not in the store.
-    error AttachmentMissing (sha256: string, message: string)
+    error AttachmentMissing (sha256: string, message: string, index: ?int)
     # Attachment bytes do not hash to the expected SHA-256.
     error AttachmentMismatch (expected: string, actual: string, message: string)
     # An attachment is over the size limit.

@@ -8,6 +8,15 @@ import FerryVarlink
 /// that says what happened and what to do next, plus its context fields.
 enum ErrorMapping {
     static func varlink(_ error: FerryError, interface: String = StoreInterface.name) -> VarlinkError {
+        if case .inBatch(let index, let inner) = error {
+            // The inner error's name and fields, with the record's place and a message that
+            // starts with it.
+            let mapped = varlink(inner, interface: interface)
+            var parameters = mapped.parameters
+            parameters["index"] = .int(Int64(index))
+            parameters["message"] = .string(error.description)
+            return VarlinkError(mapped.name, parameters: parameters)
+        }
         var p: [String: JSONValue] = ["message": .string(error.description)]
         var iface = interface
         switch error {
@@ -31,6 +40,7 @@ enum ErrorMapping {
         case .conflictNotFound(let e, let id, let stamp): p["entity"] = .string(e); p["id"] = .string(id); p["hlc"] = .string(stamp)
         case .invalidTransportName(let n): p["parameter"] = .string("name"); _ = n; return VarlinkError(iface + ".InvalidArgument", parameters: p)
         case .storage: break
+        case .inBatch: break   // handled above
         }
         return VarlinkError(iface + "." + error.code, parameters: p)
     }

@@ -22,6 +22,9 @@ public enum FerryError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidTransportName(String)
     /// The store could not read or write its files; `context` says what it was doing.
     case storage(context: String, message: String)
+    /// `error` is about the record at `index` (from 0) of a write of several records (a
+    /// PutMany): which one failed, when the record alone does not say (one without an id).
+    indirect case inBatch(index: Int, FerryError)
 
     /// A stable, machine-readable name for the error kind.
     public var code: String {
@@ -44,6 +47,7 @@ public enum FerryError: Error, Sendable, Equatable, CustomStringConvertible {
         case .conflictNotFound: "ConflictNotFound"
         case .invalidTransportName: "InvalidTransportName"
         case .storage: "StorageFailure"
+        case .inBatch(_, let error): error.code
         }
     }
 
@@ -88,6 +92,8 @@ public enum FerryError: Error, Sendable, Equatable, CustomStringConvertible {
             return "invalid transport name \(quoted(n)): use 1 to 64 characters of a-z, 0-9, '_', '.', '-', starting with a letter"
         case .storage(let context, let message):
             return "storage failure while \(context): \(message); check free disk space and the state directory's permissions"
+        case .inBatch(let index, let error):
+            return "records[\(index)]: \(error.description)"
         }
     }
 
@@ -95,10 +101,20 @@ public enum FerryError: Error, Sendable, Equatable, CustomStringConvertible {
     /// one the store made up for it was never stored and nobody should look for it.
     public func aboutRecordWithoutID() -> FerryError {
         switch self {
+        case .inBatch(let index, let error): .inBatch(index: index, error.aboutRecordWithoutID())
         case .invalidPayload(let e, _, let reason): .invalidPayload(entity: e, id: "", reason: reason)
         case .payloadTooLarge(let e, _, let size, let limit): .payloadTooLarge(entity: e, id: "", size: size, limit: limit)
         case .invalidAttachmentReference(let e, _, let r): .invalidAttachmentReference(entity: e, id: "", reference: r)
         default: self
+        }
+    }
+
+    /// The same error about the record at `index` of a write of `count` records: marked with
+    /// its place when there are several (a storage failure is about none of them).
+    public func inBatch(index: Int, of count: Int) -> FerryError {
+        switch self {
+        case .storage, .inBatch, .batchTooLarge: self
+        default: count > 1 ? .inBatch(index: index, self) : self
         }
     }
 

@@ -132,10 +132,17 @@ extension Store {
         func run(_ writer: Writer) throws -> [Record] {
             switch kind {
             case .put(let items):
-                return try items.map { item in
-                    try writer.putLocal(sid: sid, space: space, entity: item.entity, id: item.id, payload: item.payload,
-                                        deleted: false, attachments: item.attachments)
+                var records: [Record] = []
+                records.reserveCapacity(items.count)
+                for (index, item) in items.enumerated() {
+                    do {
+                        records.append(try writer.putLocal(sid: sid, space: space, entity: item.entity, id: item.id, payload: item.payload,
+                                                           deleted: false, attachments: item.attachments))
+                    } catch let error as FerryError {
+                        throw error.inBatch(index: index, of: items.count)
+                    }
                 }
+                return records
             case .delete(let entity, let id):
                 guard try writer.current(sid: sid, entity: entity, id: id) != nil else {
                     throw FerryError.notFound(space: space, entity: entity, id: id)
@@ -159,17 +166,18 @@ extension Store {
             // Ids are compared as given (bytewise), as the store compares them.
             var seen = Set<[UInt8]>()
             if requests.count > 1 { seen.reserveCapacity(requests.count) }
-            for request in requests {
+            for (index, request) in requests.enumerated() {
                 let id = request.id ?? configuration.newID()
                 let version = RecordVersion(entity: request.entity, id: id, hlc: Stamp(millis: 0, counter: 0, node: nodeID),
                                             deleted: false, payload: request.payload, attachments: request.attachments)
                 do throws(FerryError) {
                     try version.validate(limits: configuration.limits, payloadIsWellFormed: request.payloadIsWellFormed)
                 } catch {
-                    throw request.id == nil ? error.aboutRecordWithoutID() : error
+                    throw (request.id == nil ? error.aboutRecordWithoutID() : error).inBatch(index: index, of: requests.count)
                 }
                 if requests.count > 1, !seen.insert(Array(request.entity.utf8) + [0] + Array(id.utf8)).inserted {
-                    throw .invalidID(entity: request.entity, id: id, reason: "the batch holds this record more than once")
+                    throw FerryError.invalidID(entity: request.entity, id: id, reason: "the batch holds this record more than once")
+                        .inBatch(index: index, of: requests.count)
                 }
                 checked.append((request.entity, id, request.payload, version.attachments))
             }

@@ -140,6 +140,8 @@ import FerryVarlink
             #expect(put.contains(#""error":"io.ferry.Store.InvalidPayload""#), "Put of \(payload): \(put)")
             let many = Self.roundTrip(socket, "io.ferry.Store.PutMany", #"{"records":[{"entity":"n","id":"ok\#(i)","payload":{}},{"entity":"n","id":"c\#(i)","payload":\#(payload)}]}"#)
             #expect(many.contains(#""error":"io.ferry.Store.InvalidPayload""#), "PutMany of \(payload): \(many)")
+            // Which record of the batch: its index, and a message that starts with it.
+            #expect(many.contains(#""index":1"#) && many.contains("records[1]: "), "PutMany of \(payload): \(many)")
         }
         let list = Self.roundTrip(socket, "io.ferry.Store.List", #"{"entity":"n"}"#)
         #expect(list.contains(#""records":[]"#), "nothing was written: \(list)")

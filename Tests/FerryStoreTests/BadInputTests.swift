@@ -78,6 +78,27 @@ import Testing
         #expect(named?.description.contains("record note/n1") == true)
     }
 
+    /// A refused record of a write of several says which it is (from 0), whether the record
+    /// check or the write found it; a write of one is not marked.
+    @Test func aRefusedRecordOfABatchSaysWhichItIs() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        let good = PutRequest(entity: "note", payload: "{}")
+        let badPayload = #expect(throws: FerryError.self) { try store.putMany([good, good, PutRequest(entity: "note", payload: "[1]")]) }
+        guard case .inBatch(2, .invalidPayload(let entity, let id, _))? = badPayload else { Issue.record("\(String(describing: badPayload))"); return }
+        #expect(entity == "note" && id == "" && badPayload?.code == "InvalidPayload")
+        #expect(badPayload?.description.hasPrefix("records[2]: invalid payload for the new note record") == true, "\(String(describing: badPayload))")
+        let missing = String(repeating: "ab", count: 32)
+        let unattached = #expect(throws: FerryError.self) {
+            try store.putMany([PutRequest(entity: "note", id: "x", payload: "{}"), PutRequest(entity: "note", id: "y", payload: "{}", attachments: [missing])])
+        }
+        #expect(unattached == .inBatch(index: 1, .attachmentMissing(sha256: missing)), "\(String(describing: unattached))")
+        let alone = #expect(throws: FerryError.self) { try store.putMany([PutRequest(entity: "note", payload: "[1]")]) }
+        #expect(alone?.code == "InvalidPayload")
+        if case .inBatch? = alone { Issue.record("a write of one record is not marked: \(String(describing: alone))") }
+        #expect(try store.list(entity: "note").records.isEmpty)
+    }
+
     @Test func remoteVersionsWithMalformedFieldsAreRejectedOneByOne() throws {
         let dir = TempDir()
         let store = try makeStore(dir)

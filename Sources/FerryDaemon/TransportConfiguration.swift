@@ -35,7 +35,8 @@ enum TransportConfiguration {
             }
             // Ferry's own directories inside a synced folder (PATH/ferry-v1/<owner>/<device>):
             // a transport there would write a second layout below the first, which no device reads.
-            let parts = location.split(separator: "/")
+            // Through symlinks too: a link to a ferry-v1 directory is inside it all the same.
+            let parts = URL(fileURLWithPath: location).resolvingSymlinksInPath().path.split(separator: "/")
             if let layout = parts.lastIndex(of: "ferry-v1"), parts.count - layout <= 4 {
                 let folder = "/" + parts[..<layout].joined(separator: "/")
                 throw Problem(parameter: "location", message: "\(location) is inside the ferry-v1 directory Ferry keeps in a synced folder; "

@@ -206,6 +206,10 @@ import Testing
             #expect(problem?.parameter == "location")
             #expect(problem?.message.hasSuffix("give the synced folder itself: \(root)") == true, "\(String(describing: problem))")
         }
+        // A symlink to it is inside it all the same.
+        try FileManager.default.createSymbolicLink(atPath: root + "/link", withDestinationPath: owner)
+        let linked = #expect(throws: TransportConfiguration.Problem.self) { try TransportConfiguration.make(kind: "folder", location: root + "/link") }
+        #expect(linked?.message.contains("inside the ferry-v1 directory") == true, "\(String(describing: linked))")
         #expect(try TransportConfiguration.make(kind: "folder", location: root) == JSONWriter.string(.object(["path": .string(root)])))
     }
 

@@ -72,7 +72,8 @@ extension FolderTransport {
                 // A damaged frame is skipped once; its record comes again in a later segment or snapshot
         // of its writer. So it is what is wrong for a while, not for the life of the process.
         if let when = h.lastCorruptMillis, options.wallClock() - when < Self.corruptFramesWindowMillis {
-            return TransportStatus(state: "corrupt-frames", message: "\(h.corruptFrames) damaged frame(s) skipped since ferryd started, the last: \(h.lastCorrupt ?? "?"); the sync tool or the disk damaged them", details: details)
+            return TransportStatus(state: "corrupt-frames", message: "\(h.corruptFrames) damaged frame(s) or odd file(s) skipped since ferryd started "
+                + "(a sync tool or the disk damaged them, or something not written by Ferry is under a Ferry name); the last: \(h.lastCorrupt ?? "?")", details: details)
         }
         return TransportStatus(state: "ok", details: details)
     }

@@ -57,13 +57,10 @@ public struct ID128: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     /// Appends the 32 lowercase hex digits of `description`.
     public func appendHex(to out: inout [UInt8]) {
-        for word in [high, low] {
-            var shift = 60
-            while shift >= 0 {
-                let nibble = UInt8(truncatingIfNeeded: word >> UInt64(shift)) & 0xF
-                out.append(nibble < 10 ? 48 + nibble : 87 + nibble)
-                shift -= 4
-            }
+        for shift in stride(from: 124, through: 0, by: -4) {
+            let word = shift >= 64 ? high >> UInt64(shift - 64) : low >> UInt64(shift)
+            let nibble = UInt8(truncatingIfNeeded: word) & 0xF
+            out.append(nibble < 10 ? 48 + nibble : 87 + nibble)
         }
     }
 

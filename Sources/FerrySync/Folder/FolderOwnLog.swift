@@ -64,22 +64,21 @@ struct FolderOwnLog: Sendable {
         // Something else than a file under a Ferry name (a directory a sync tool carried, a
         // FIFO) is no file of this device's: not read, not removed, never waited on; the next
         // segment is written above its number all the same, since that name is taken.
-        var files: [UInt64] = []
         var oddHigh: UInt64 = 0
-        for seq in segs {
-            if let k = try FolderIO.kind(of: dir + "/" + FolderFileName.segmentName(seq)), !k.isRegular {
-                log.unreadable += 1
-                oddHigh = max(oddHigh, seq)
-            } else {
-                files.append(seq)
+        func files(_ seqs: [UInt64], named name: (UInt64) -> String, takesSeq: Bool) throws(FolderIOError) -> [UInt64] {
+            var kept: [UInt64] = []
+            for seq in seqs {
+                if let k = try FolderIO.kind(of: dir + "/" + name(seq)), !k.isRegular {
+                    log.unreadable += 1
+                    if takesSeq { oddHigh = max(oddHigh, seq) }
+                } else {
+                    kept.append(seq)
+                }
             }
+            return kept
         }
-        segs = files
-        files = []
-        for seq in snaps {
-            if let k = try FolderIO.kind(of: dir + "/" + FolderFileName.snapshotName(seq)), !k.isRegular { log.unreadable += 1 } else { files.append(seq) }
-        }
-        snaps = files
+        segs = try files(segs, named: FolderFileName.segmentName, takesSeq: true)
+        snaps = try files(snaps, named: FolderFileName.snapshotName, takesSeq: false)
         log.lastSeq = max(log.lastSeq, oddHigh)
         if let newest = snaps.max() {
             for seq in snaps where seq < newest { try FolderIO.remove(dir + "/" + FolderFileName.snapshotName(seq)) }

@@ -240,7 +240,7 @@ extension FolderTransport {
             // waited for; status() tells when one keeps the rest of its records back too long.
             let incomplete: Bool
             if case .progressed(_, let finished) = outcome { incomplete = !finished && !stopped } else { incomplete = false }
-            let now = options.wallClock()
+            let now = incomplete ? options.wallClock() : 0
             health.withLock { h in
                 if !incomplete {
                     h.incompleteSince[label] = nil

@@ -165,15 +165,18 @@ public enum Daemon {
 
         let engineTask = Task { await engine.run() }
         await sync.reconcile()
-        let stats = try? store.stats()
+        // The outbox's counts only: counting the records walks the whole table, which on a large
+        // store would hold READY=1 back (`ferryctl status` counts them when asked).
+        let outbox = try? store.outboxCounts()
         if let old = store.replacedNodeID {
             logger.notice("this state directory was last used on another machine (its machine id differs): this device "
                 + "is now node \(store.nodeID) instead of \(old), so it and the machine it was copied from sync as two "
                 + "devices", ["node": store.nodeID.description])
         }
-        logger.info("ferryd \(FerryVersion.string) ready: node \(store.nodeID), \(stats?.records ?? 0) records, socket \(socketDescription)",
+        let status = outbox.map { EngineLoop.status(state: "idle", outbox: $0) } ?? "idle"
+        logger.info("ferryd \(FerryVersion.string) ready: node \(store.nodeID), socket \(socketDescription), \(status)",
                     ["node": store.nodeID.description])
-        SystemdNotifier.ready(status: stats.map { EngineLoop.status(state: "idle", stats: $0) } ?? "idle")
+        SystemdNotifier.ready(status: status)
 
         for await signal in signals.stream {
             if signal == SIGHUP {

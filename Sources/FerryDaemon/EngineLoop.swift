@@ -38,11 +38,10 @@ final class EngineLoop: Sendable {
     /// STATUS= text: the engine's state and what waits to be sent, for example "idle, nothing
     /// pending", "backoff, 3 changes pending" or "idle, nothing pending, 2 changes in spaces
     /// with no transport".
-    static func status(state: String, stats: StoreStats) -> String {
+    static func status(state: String, outbox: OutboxCounts) -> String {
         func changes(_ n: Int) -> String { "\(n) change\(n == 1 ? "" : "s")" }
-        let pending = stats.outbox - stats.outboxWithoutTransport
-        var text = state + (pending == 0 ? ", nothing pending" : ", \(changes(pending)) pending")
-        if stats.outboxWithoutTransport > 0 { text += ", \(changes(stats.outboxWithoutTransport)) in spaces with no transport" }
+        var text = state + (outbox.pending == 0 ? ", nothing pending" : ", \(changes(outbox.pending)) pending")
+        if outbox.withoutTransport > 0 { text += ", \(changes(outbox.withoutTransport)) in spaces with no transport" }
         return text
     }
 
@@ -56,18 +55,18 @@ final class EngineLoop: Sendable {
         while !Task.isCancelled {
             let store = self.store
             // The turn's own work: read the store's position (cheap, and it proves the store
-            // answers). Counting the outbox scans it, so that is redone only when something
-            // changed, and at most every 2 seconds.
+            // answers). Counting the outbox walks its smallest index (never the records), so
+            // that is redone only when something changed, and at most every 2 seconds.
             let seq = try? await Blocking.run { () throws(FerryError) in store.lastSeq }
             if let seq {
                 let state = engineState()
                 if seq != countedAt || state != lastState || statusStale.load(ordering: .acquiring),
                    ContinuousClock.now - lastCount >= .seconds(2) {
-                    if let stats = try? await Blocking.run({ () throws(FerryError) in try store.stats() }) {
+                    if let outbox = try? await Blocking.run({ () throws(FerryError) in try store.outboxCounts() }) {
                         countedAt = seq
                         lastState = state
                         lastCount = ContinuousClock.now
-                        let status = Self.status(state: state, stats: stats)
+                        let status = Self.status(state: state, outbox: outbox)
                         if status != lastStatus || statusStale.exchange(false, ordering: .acquiring) {
                             SystemdNotifier.status(status)
                             lastStatus = status

@@ -118,3 +118,17 @@ public struct StoreStats: Sendable, Hashable {
     public var attachments: Int
     public var attachmentBytes: Int64
 }
+
+/// What the outbox holds, counted from the outbox alone (never the records), for a figure kept
+/// current while writes go on: systemd's STATUS=.
+public struct OutboxCounts: Sendable, Hashable {
+    /// Entries some transport still has to take.
+    public var pending: Int
+    /// Entries of spaces with no transport (kept for the first one added).
+    public var withoutTransport: Int
+
+    public init(pending: Int, withoutTransport: Int) {
+        self.pending = pending
+        self.withoutTransport = withoutTransport
+    }
+}

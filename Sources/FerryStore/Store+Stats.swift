@@ -18,6 +18,16 @@ extension Store {
         }
     }
 
+    /// The outbox's counts alone: a walk of the outbox's smallest index, however many records
+    /// the store holds (`stats()` walks the records too).
+    public func outboxCounts() throws(FerryError) -> OutboxCounts {
+        try read("counting the outbox", slow: true) { db in
+            let all = try db.scalarInt("SELECT count(*) FROM outbox") ?? 0
+            let orphaned = try db.scalarInt("SELECT count(*) FROM outbox WHERE sid NOT IN (SELECT sid FROM transports)") ?? 0
+            return OutboxCounts(pending: Int(all - orphaned), withoutTransport: Int(orphaned))
+        }
+    }
+
     /// A SHA-256 over every record of the given spaces (all when nil), in key order: equal on two
     /// devices exactly when they hold the same versions.
     public func digest(spaces: Set<String>? = nil) throws(FerryError) -> String {

@@ -66,14 +66,17 @@ final class ClientConnection: @unchecked Sendable, EventLoopHandler {
     }
 
     func handleEvents(_ events: UInt32) {
-        if events & LinuxFunctions.epollIn != 0 || events & (LinuxFunctions.epollHup | LinuxFunctions.epollErr) != 0 {
-            readReplies()
+        let hungUp = events & (LinuxFunctions.epollHup | LinuxFunctions.epollErr) != 0
+        if events & LinuxFunctions.epollIn != 0 || hungUp {
+            readReplies(untilEndOfFile: hungUp)
         }
         if closedWith == nil && events & LinuxFunctions.epollOut != 0 { flush() }
         if closedWith == nil { updateInterest() }
     }
 
-    private func readReplies() {
+    /// Reads what the socket holds and delivers every whole reply. A short read took all of it
+    /// (epoll, level-triggered, reports more), unless the peer hung up: then it reads to the end.
+    private func readReplies(untilEndOfFile: Bool) {
         while closedWith == nil {
             let count: Int
             do throws(SystemCallError) {
@@ -96,6 +99,7 @@ final class ClientConnection: @unchecked Sendable, EventLoopHandler {
             } catch {
                 close(.protocolViolation(error.description))
             }
+            if !untilEndOfFile && count < readBuffer.count { return }
         }
     }
 

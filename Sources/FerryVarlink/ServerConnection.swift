@@ -95,6 +95,9 @@ final class ServerConnection: EventLoopHandler {
             framer.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
             reads += 1
             if untilEndOfFile && framer.bufferedByteCount > core.configuration.maxMessageSize { break }
+            // A short read took all the socket held; epoll (level-triggered) reports the next
+            // bytes, so asking again would only cost a recv that answers EAGAIN.
+            if !untilEndOfFile && count < buffer.count { break }
         }
     }
 

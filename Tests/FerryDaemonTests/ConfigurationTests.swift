@@ -268,13 +268,9 @@ import Testing
     }
 
     @Test func systemdStatusCountsOnlyWhatATransportWaitsFor() {
-        func stats(outbox: Int, orphaned: Int) -> StoreStats {
-            StoreStats(records: 0, tombstones: 0, outbox: outbox, outboxWithoutTransport: orphaned, outboxErrors: 0,
-                       lastSeq: 0, attachments: 0, attachmentBytes: 0)
-        }
-        #expect(EngineLoop.status(state: "idle", stats: stats(outbox: 0, orphaned: 0)) == "idle, nothing pending")
-        #expect(EngineLoop.status(state: "backoff", stats: stats(outbox: 3, orphaned: 0)) == "backoff, 3 changes pending")
-        #expect(EngineLoop.status(state: "idle", stats: stats(outbox: 1, orphaned: 1))
+        #expect(EngineLoop.status(state: "idle", outbox: OutboxCounts(pending: 0, withoutTransport: 0)) == "idle, nothing pending")
+        #expect(EngineLoop.status(state: "backoff", outbox: OutboxCounts(pending: 3, withoutTransport: 0)) == "backoff, 3 changes pending")
+        #expect(EngineLoop.status(state: "idle", outbox: OutboxCounts(pending: 0, withoutTransport: 1))
             == "idle, nothing pending, 1 change in spaces with no transport")
     }
 }

@@ -1,5 +1,6 @@
 import FerryModel
 import FerryStore
+import FerrySync
 import FerrySystemd
 import Foundation
 import Synchronization
@@ -15,7 +16,7 @@ final class EngineLoop: Sendable {
     private let watchdogInterval: Duration?
     /// The engine's state in one word (see `EngineState`), for STATUS=.
     private let engineState: @Sendable () -> String
-    private let woken = Atomic<Bool>(false)
+    private let woken = WakeSignal()
     private let statusStale = Atomic<Bool>(false)
 
     init(store: Store, logger: Logger, watchdogTimeout: Duration?, engineState: @escaping @Sendable () -> String = { "idle" }) {
@@ -26,7 +27,7 @@ final class EngineLoop: Sendable {
     }
 
     /// Asks for a turn now (SyncNow, local writes).
-    func wake() { woken.store(true, ordering: .releasing) }
+    func wake() { woken.signal() }
 
     /// Sends STATUS= again at the next turn even if it did not change (after a reload, which
     /// replaced it).
@@ -44,6 +45,9 @@ final class EngineLoop: Sendable {
         if outbox.withoutTransport > 0 { text += ", \(changes(outbox.withoutTransport)) in spaces with no transport" }
         return text
     }
+
+    /// The least time from one turn's end to the next turn.
+    static let minimumTurnSpacing = Duration.milliseconds(50)
 
     /// Runs until the task is cancelled.
     func run() async {
@@ -77,12 +81,12 @@ final class EngineLoop: Sendable {
             } else {
                 logger.error("the engine could not read the store's state")
             }
-            // Sleep for a tick, or until woken (checked every 50 ms).
-            let deadline = ContinuousClock.now + tick
-            while ContinuousClock.now < deadline, !Task.isCancelled {
-                if woken.exchange(false, ordering: .acquiring) { break }
-                try? await Task.sleep(for: .milliseconds(50))
-            }
+            // Sleep for a tick, or until woken, and no less than 50 ms: a stream of writes
+            // wakes it at most 20 times a second, and an idle daemon once a tick.
+            let turnEnded = ContinuousClock.now
+            await woken.wait(timeout: tick)
+            let spacing = Self.minimumTurnSpacing - (ContinuousClock.now - turnEnded)
+            if spacing > .zero, !Task.isCancelled { try? await Task.sleep(for: spacing) }
         }
     }
 }

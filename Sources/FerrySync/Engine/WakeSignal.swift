@@ -1,8 +1,9 @@
 import Synchronization
 
 /// Wakes one waiting task: a signal sent while nobody waits is kept (once) for the next wait.
-/// Used by the sync loops to sleep until local writes, SyncNow or a timeout.
-final class WakeSignal: Sendable {
+/// Used by the sync loops and the engine loop to sleep until local writes, SyncNow or a
+/// timeout, with no wakeups in between.
+public final class WakeSignal: Sendable {
     private struct State {
         var pending = false
         var waiter: CheckedContinuation<Void, Never>?
@@ -10,10 +11,10 @@ final class WakeSignal: Sendable {
 
     private let state = Mutex(State())
 
-    init() {}
+    public init() {}
 
     /// Wakes the waiter, or the next wait if none is waiting.
-    func signal() {
+    public func signal() {
         let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
             if let w = s.waiter { s.waiter = nil; return w }
             s.pending = true
@@ -24,7 +25,7 @@ final class WakeSignal: Sendable {
 
     /// Returns when signalled, after `timeout`, or when the task is cancelled. One waiter at a
     /// time.
-    func wait(timeout: Duration) async {
+    public func wait(timeout: Duration) async {
         if state.withLock({ s in
             if s.pending { s.pending = false; return true }
             return false

@@ -1,5 +1,6 @@
 import FerryAPI
 import FerryJSON
+import FerryVarlink
 
 extension FerryClient {
     /// Writes a new version of one record (`io.ferry.Store.Put`); a new record when `id` is
@@ -17,6 +18,31 @@ extension FerryClient {
         parameters.setIfPresent("id", id.json)
         if let attachments { parameters["attachments"] = .array(attachments.map(JSONValue.string)) }
         let reply = try await call("io.ferry.Store.Put", parameters)
+        return try decode { () throws(WireError) in try reply.record("record") }
+    }
+
+    /// Writes a new version of one record with its payload given as JSON text, which is sent
+    /// and stored exactly as given, byte for byte (`put` sends a `JSONValue`, which keeps
+    /// integers to 64 bits and other numbers as doubles, and sorts keys).
+    /// - Throws: `FerryClientError.invalidArgument` when `payloadJSON` is not one JSON object
+    ///   (nothing is sent); otherwise as `put`.
+    public func put(space: String? = nil, entity: String, id: String? = nil, payloadJSON: String,
+                    attachments: [String]? = nil) async throws(FerryClientError) -> WireRecord {
+        let text = Array(payloadJSON.utf8)
+        let top: JSONTopLevel
+        do {
+            top = try JSONParser.validate(text)
+        } catch {
+            throw .invalidArgument("the payload is not valid JSON (\(error)); nothing was written")
+        }
+        guard case .object = top else { throw .invalidArgument("the payload must be a JSON object; nothing was written") }
+        var parameters: [String: JSONValue] = ["entity": .string(entity)]
+        parameters.setIfPresent("space", space.json)
+        parameters.setIfPresent("id", id.json)
+        if let attachments { parameters["attachments"] = .array(attachments.map(JSONValue.string)) }
+        var message = VarlinkCallMessage(method: "io.ferry.Store.Put", parameters: parameters)
+        message.verbatimParameters["payload"] = text
+        let reply = try await call(message)
         return try decode { () throws(WireError) in try reply.record("record") }
     }
 

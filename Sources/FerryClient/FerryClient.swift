@@ -61,9 +61,13 @@ public final class FerryClient: Sendable {
     /// Calls `method` and returns the reply's parameters.
     /// - Throws: the `FerryClientError` that the Varlink failure maps to.
     func call(_ method: String, _ parameters: [String: JSONValue] = [:]) async throws(FerryClientError) -> [String: JSONValue] {
+        try await call(VarlinkCallMessage(method: method, parameters: parameters))
+    }
+
+    func call(_ message: VarlinkCallMessage) async throws(FerryClientError) -> [String: JSONValue] {
         let reply: JSONValue
         do {
-            reply = try await varlink.call(method, parameters)
+            reply = try await varlink.call(message)
         } catch {
             throw FerryClientError(error, socketPath: socketPath)
         }

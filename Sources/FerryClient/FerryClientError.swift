@@ -30,6 +30,9 @@ public enum FerryClientError: Error, Sendable, Hashable, CustomStringConvertible
     /// A reply lacks a field or has one of the wrong type (a client and daemon of
     /// different versions, most likely).
     case malformedReply(WireError)
+    /// The call was not sent: an argument cannot go on the wire as given (the text says which
+    /// and why).
+    case invalidArgument(String)
 
     /// Maps a Varlink client failure on the connection to `socketPath`.
     init(_ error: VarlinkClientError, socketPath: String) {
@@ -132,6 +135,8 @@ public enum FerryClientError: Error, Sendable, Hashable, CustomStringConvertible
         case .malformedReply(let error):
             return "ferryd sent a reply this client cannot read (\(error)): ferryd and this client are "
                 + "probably of different versions; upgrade the older one"
+        case .invalidArgument(let reason):
+            return reason
         }
     }
 }

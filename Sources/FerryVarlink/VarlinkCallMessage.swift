@@ -14,6 +14,11 @@ public struct VarlinkCallMessage: Sendable, Hashable {
     public var more: Bool
     /// The client asks to take over the connection with another protocol.
     public var upgrade: Bool
+    /// Parameters sent as the JSON text given, byte for byte (a key here wins over the same key
+    /// in `parameters`): for a value that must reach the service exactly as a user wrote it,
+    /// such as a payload stored as sent. Each must be one valid JSON value without a NUL;
+    /// `encoded()` does not check.
+    public var verbatimParameters: [String: [UInt8]] = [:]
 
     public init(
         method: String, parameters: [String: JSONValue] = [:],
@@ -77,11 +82,36 @@ public struct VarlinkCallMessage: Sendable, Hashable {
     /// The wire form including the NUL terminator. Flags are written only when true, and
     /// `parameters` is always present (an empty object when there are none).
     public func encoded() -> [UInt8] {
-        var object: [String: JSONValue] = ["method": .string(method), "parameters": .object(parameters)]
+        var object: [String: JSONValue] = ["method": .string(method)]
         if oneway { object["oneway"] = true }
         if more { object["more"] = true }
         if upgrade { object["upgrade"] = true }
+        guard !verbatimParameters.isEmpty else {
+            object["parameters"] = .object(parameters)
+            var bytes = JSONWriter.serialize(.object(object))
+            bytes.append(0)
+            return bytes
+        }
+        // {"method":...,"parameters":{<verbatim members>,<other members>}}
         var bytes = JSONWriter.serialize(.object(object))
+        bytes.removeLast()
+        bytes += Array(#","parameters":{"#.utf8)
+        var first = true
+        for (key, text) in verbatimParameters.sorted(by: { $0.key < $1.key }) {
+            if !first { bytes.append(UInt8(ascii: ",")) }
+            first = false
+            JSONWriter.append(.string(key), to: &bytes)
+            bytes.append(UInt8(ascii: ":"))
+            bytes += text
+        }
+        let rest = parameters.filter { verbatimParameters[$0.key] == nil }
+        if !rest.isEmpty {
+            bytes.append(UInt8(ascii: ","))
+            bytes += JSONWriter.serialize(.object(rest)).dropFirst()   // its members and its '}'
+        } else {
+            bytes.append(UInt8(ascii: "}"))
+        }
+        bytes.append(UInt8(ascii: "}"))
         bytes.append(0)
         return bytes
     }

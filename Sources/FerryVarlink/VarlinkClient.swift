@@ -55,7 +55,13 @@ public final class VarlinkClient: Sendable {
     public func call(
         _ method: String, _ parameters: [String: JSONValue] = [:]
     ) async throws(VarlinkClientError) -> JSONValue {
-        let bytes = VarlinkCallMessage(method: method, parameters: parameters).encoded()
+        try await call(VarlinkCallMessage(method: method, parameters: parameters))
+    }
+
+    /// Sends `message` (a plain call: its `oneway` and `more` must be false) and returns the
+    /// reply's parameters, as `call(_:_:)`.
+    public func call(_ message: VarlinkCallMessage) async throws(VarlinkClientError) -> JSONValue {
+        let bytes = message.encoded()
         let connection = self.connection
         let result: Result<JSONValue, VarlinkClientError> = await withCheckedContinuation { continuation in
             connection.loop.execute {

@@ -32,9 +32,16 @@ enum PutCommand: Command {
         let payload = try readPayload(positionals.last!)
         let attachments = arguments.all("attach")
         let client = try context.connect()
-        let record = try await daemon { () async throws(FerryClientError) in
-            try await client.put(space: context.space, entity: entity, id: id, payload: payload,
-                                 attachments: attachments.isEmpty ? nil : attachments)
+        let record: WireRecord
+        do throws(CommandFailure) {
+            // The payload goes as typed, byte for byte (docs/api.md: stored exactly as sent).
+            record = try await daemon { () async throws(FerryClientError) in
+                try await client.put(space: context.space, entity: entity, id: id, payloadJSON: payload,
+                                     attachments: attachments.isEmpty ? nil : attachments)
+            }
+        } catch .client(let error) where error.isNotFound {
+            // An attachment the daemon does not hold: a refused write (exit 1), not a lookup.
+            throw .local(error.description + "; store it first with 'ferryctl attach FILE'")
         }
         if context.json {
             Output.json(.object(["record": record.json]))
@@ -43,8 +50,9 @@ enum PutCommand: Command {
         }
     }
 
-    /// The payload object from the argument, or from stdin for `-`.
-    static func readPayload(_ argument: String) throws(CommandFailure) -> [String: JSONValue] {
+    /// The payload object's text, from the argument or from stdin for `-`, checked to be one
+    /// JSON object.
+    static func readPayload(_ argument: String) throws(CommandFailure) -> String {
         let bytes: [UInt8]
         if argument == "-" {
             do {
@@ -61,10 +69,10 @@ enum PutCommand: Command {
         } catch {
             throw .usage("the payload is not valid JSON (\(error)); quote it for the shell, e.g. '{\"title\": \"milk\"}'")
         }
-        guard case .object(let payload) = parsed else {
+        guard case .object = parsed else {
             throw .usage("the payload must be a JSON object, not \(article(parsed.typeName)) (for example '{\"title\": \"milk\"}')")
         }
-        return payload
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     private static func article(_ word: String) -> String {

@@ -92,6 +92,31 @@ import Testing
         #expect(pages.count > 2 && pages.dropLast().allSatisfy { $0["next"] != nil } && pages.last?["next"] == nil)
     }
 
+    /// `put` stores the payload as typed, byte for byte (docs/api.md): numbers beyond 64-bit
+    /// integers, number spellings, key order and spacing are the user's, as over the API.
+    @Test func putStoresThePayloadAsTyped() throws {
+        let (daemon, ctl) = try Self.start("ctl-verbatim")
+        defer { daemon.stop() }
+        let typed = #"{ "b": 1.50, "a": 18446744073709551615, "e": 1E2, "z": -0, "n": {"x": [1, 2.0]} }"#
+        let put = try ctl.run(["put", "note", "V1", typed])
+        #expect(put.status == 0, "\(put)")
+        let piped = try ctl.run(["put", "note", "V2", "-"], stdin: #"{"x": 12345678901234567890123}"# + "\n")
+        #expect(piped.status == 0, "\(piped)")
+
+        let socket = try RawSocket(path: daemon.socketPath)
+        for (id, expected) in [("V1", typed), ("V2", #"{"x": 12345678901234567890123}"#)] {
+            socket.send(#"{"method":"io.ferry.Store.Get","parameters":{"entity":"note","id":"\#(id)"}}"# + "\0")
+            let reply = try #require(socket.receive())
+            #expect(reply.contains(#""payload":"# + expected), "\(id): \(reply)")
+        }
+        // Still one JSON object, checked before anything is sent.
+        let notAnObject = try ctl.run(["put", "note", "V3", "[1]"])
+        #expect(notAnObject.status == 2, "\(notAnObject)")
+        let broken = try ctl.run(["put", "note", "V3", #"{"a": 1"#])
+        #expect(broken.status == 2, "\(broken)")
+        #expect(try ctl.run(["get", "note", "V3"]).status == 3)
+    }
+
     @Test func exitCodesForErrors() throws {
         let (daemon, ctl) = try Self.start("ctl-errors")
 
@@ -107,9 +132,11 @@ import Testing
         #expect(badEntity.status == 1, "\(badEntity)")
         #expect(badEntity.stderr.hasPrefix("ferryctl: io.ferry.Store.InvalidEntity: "), "\(badEntity)")
 
+        // A put the daemon refuses for a missing attachment is a failed write (1), not a lookup (3).
         let badAttachment = try ctl.run(["put", "note", "{}", "--attach", String(repeating: "0", count: 64)])
-        #expect(badAttachment.status == 3 || badAttachment.status == 1, "\(badAttachment)")
-        #expect(badAttachment.stderr.contains("io.ferry.Store.AttachmentMissing"), "\(badAttachment)")
+        #expect(badAttachment.status == 1, "\(badAttachment)")
+        #expect(badAttachment.stderr.contains("io.ferry.Store.AttachmentMissing") && badAttachment.stderr.contains("ferryctl attach FILE"),
+                "\(badAttachment)")
 
         let badFilter = try ctl.run(["ls", "note", "--where", "nested.field=1"])
         #expect(badFilter.status == 0 || badFilter.status == 1, "\(badFilter)")

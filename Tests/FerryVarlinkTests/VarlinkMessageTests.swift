@@ -71,6 +71,26 @@ import Testing
         #expect(try VarlinkCallMessage.decode(bytes) == original)
     }
 
+    /// Verbatim parameters go out byte for byte, beside the others, with or without flags and
+    /// other parameters, and the message reads back as one call with all of them.
+    @Test func verbatimParametersAreSentAsGiven() throws {
+        let payload = #"{ "b": 1.50, "a": 18446744073709551615 }"#
+        for (parameters, more) in [([String: JSONValue](), false), (["entity": "note", "z": [1, nil]], true)] {
+            var message = VarlinkCallMessage(method: "io.ferry.Store.Put", parameters: parameters, more: more)
+            message.verbatimParameters["payload"] = Array(payload.utf8)
+            message.verbatimParameters["also"] = Array("[1E2]".utf8)
+            var bytes = message.encoded()
+            #expect(bytes.last == 0 && bytes.filter { $0 == 0 }.count == 1)
+            bytes.removeLast()
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(text.contains(#""payload":"# + payload) && text.contains(#""also":[1E2]"#), "\(text)")
+            let decoded = try VarlinkCallMessage.decode(bytes)
+            #expect(decoded.method == "io.ferry.Store.Put" && decoded.more == more)
+            #expect(Set(decoded.parameters.keys) == Set(parameters.keys).union(["payload", "also"]), "\(text)")
+            for (key, value) in parameters { #expect(decoded.parameters[key] == value) }
+        }
+    }
+
     @Test func repliesRoundTrip() throws {
         for reply in [
             VarlinkReplyMessage(parameters: ["n": 1], continues: true),

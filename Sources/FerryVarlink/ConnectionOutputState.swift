@@ -6,6 +6,9 @@
 final class ConnectionOutputState: Sendable {
     /// The cap on queued bytes; one message may always go out when nothing is queued.
     let limit: Int
+    /// The server-wide cap this connection's queue also counts against: past it, the queue
+    /// gets no room beyond its fair share.
+    let budget: BufferBudget
 
     private struct Waiter {
         var id: UInt64
@@ -23,8 +26,9 @@ final class ConnectionOutputState: Sendable {
 
     private let state = Locked(State())
 
-    init(limit: Int) {
+    init(limit: Int, budget: BufferBudget = .unlimited) {
         self.limit = limit
+        self.budget = budget
     }
 
     var isClosed: Bool { state.withLock { $0.closed } }
@@ -38,8 +42,8 @@ final class ConnectionOutputState: Sendable {
         let immediate: Immediate = state.withLock { state in
             if state.closed { return .done(.failure(.peerGone)) }
             if state.tooSlow { return .done(.failure(.peerTooSlow(limit: limit))) }
-            if state.waiter == nil && Self.fits(bytes, queued: state.queued, limit: limit) {
-                state.queued += bytes
+            if state.waiter == nil && fits(bytes, queued: state.queued) {
+                take(bytes, &state)
                 return .done(.success(()))
             }
             return .wait
@@ -58,8 +62,8 @@ final class ConnectionOutputState: Sendable {
             let early: Result<Void, VarlinkSinkError>? = state.withLock { state in
                 if state.closed { return .failure(.peerGone) }
                 if state.tooSlow || state.waiter != nil { return .failure(.peerTooSlow(limit: limit)) }
-                if Self.fits(bytes, queued: state.queued, limit: limit) {
-                    state.queued += bytes
+                if fits(bytes, queued: state.queued) {
+                    take(bytes, &state)
                     return .success(())
                 }
                 state.waiter = Waiter(id: id, bytes: bytes, continuation: continuation)
@@ -78,27 +82,30 @@ final class ConnectionOutputState: Sendable {
         state.withLock { state in
             if state.closed { return .peerGone }
             if state.tooSlow { return .peerTooSlow(limit: limit) }
-            guard state.waiter == nil, Self.fits(bytes, queued: state.queued, limit: limit) else {
+            guard state.waiter == nil, fits(bytes, queued: state.queued) else {
                 return .peerTooSlow(limit: limit)
             }
-            state.queued += bytes
+            take(bytes, &state)
             return nil
         }
     }
 
     func addUnconditionally(_ bytes: Int) {
-        state.withLock { $0.queued += bytes }
+        state.withLock { state in
+            if !state.closed { take(bytes, &state) }
+        }
     }
 
     /// Called by the event loop after writing `bytes`; wakes a waiting sink if its
     /// reply now fits.
     func didWrite(_ bytes: Int) {
         let resumed: CheckedContinuation<Result<Void, VarlinkSinkError>, Never>? = state.withLock { state in
-            state.queued -= bytes
-            guard let waiter = state.waiter, Self.fits(waiter.bytes, queued: state.queued, limit: limit) else {
+            guard !state.closed else { return nil }
+            take(-bytes, &state)
+            guard let waiter = state.waiter, fits(waiter.bytes, queued: state.queued) else {
                 return nil
             }
-            state.queued += waiter.bytes
+            take(waiter.bytes, &state)
             state.waiter = nil
             return waiter.continuation
         }
@@ -109,6 +116,7 @@ final class ConnectionOutputState: Sendable {
     func markClosed() {
         let resumed = state.withLock { state in
             state.closed = true
+            take(-state.queued, &state)   // nothing queued will be written now
             let waiter = state.waiter
             state.waiter = nil
             return waiter?.continuation
@@ -126,7 +134,13 @@ final class ConnectionOutputState: Sendable {
         resumed?.resume(returning: .failure(.peerTooSlow(limit: limit)))
     }
 
-    private static func fits(_ bytes: Int, queued: Int, limit: Int) -> Bool {
-        queued == 0 || queued + bytes <= limit
+    private func fits(_ bytes: Int, queued: Int) -> Bool {
+        queued == 0 || (queued + bytes <= limit && budget.allows(own: queued, more: bytes))
+    }
+
+    /// Counts `bytes` more queued (negative: written), here and in the server's budget.
+    private func take(_ bytes: Int, _ state: inout State) {
+        state.queued += bytes
+        budget.add(bytes)
     }
 }

@@ -11,7 +11,8 @@ import Glibc
 /// Memory is bounded: the framer holds at most one message (`maxMessageSize`), reading
 /// pauses while a call runs and 64 KiB of later calls are buffered, and while the
 /// client leaves more than `outputBufferLimit` bytes of replies unread no further
-/// call starts.
+/// call starts. All connections together stay within `maxBufferedBytes` (`BufferBudget`),
+/// and a message unfinished for `incompleteMessageTimeout` closes the connection.
 final class ServerConnection: EventLoopHandler {
     let id: UInt64
     let fd: Int32
@@ -36,6 +37,11 @@ final class ServerConnection: EventLoopHandler {
     /// (so a oneway call sent just before exiting is not lost); replies are dropped.
     private var peerGone = false
     private(set) var closed = false
+    /// The framer's bytes as last counted in the server's budget.
+    private var accountedInput = 0
+    /// Since when the framer has held part of a message and no whole one (nil: it has not).
+    private var incompleteSince: ContinuousClock.Instant?
+    private var incompleteCheckPending = false
 
     /// Later calls buffered while one runs before reading pauses.
     private static let pipelineHighWater = 64 << 10
@@ -48,7 +54,7 @@ final class ServerConnection: EventLoopHandler {
         self.peer = peer
         self.refused = refused
         self.core = core
-        self.output = ConnectionOutputState(limit: core.configuration.outputBufferLimit)
+        self.output = ConnectionOutputState(limit: core.configuration.outputBufferLimit, budget: core.budget)
         self.framer = VarlinkFramer(maxMessageSize: core.configuration.maxMessageSize)
     }
 
@@ -69,6 +75,7 @@ final class ServerConnection: EventLoopHandler {
         }
         if !closed && events & LinuxFunctions.epollOut != 0 { flush() }
         if !closed { processInput() }
+        if !closed { noteIncompleteMessage() }
         if !closed { updateInterest() }
     }
 
@@ -99,6 +106,54 @@ final class ServerConnection: EventLoopHandler {
             // bytes, so asking again would only cost a recv that answers EAGAIN.
             if !untilEndOfFile && count < buffer.count { break }
         }
+        accountInput()
+        if core.budget.isExceeded && accountedInput > core.budget.fairShare {
+            core.log(.bufferBudgetExceeded(peer: peer, held: accountedInput, budget: core.budget.limit))
+            close()
+        }
+    }
+
+    /// Brings the server's budget up to date with what the framer holds.
+    private func accountInput() {
+        let held = framer.bufferedByteCount
+        core.budget.add(held - accountedInput)
+        accountedInput = held
+    }
+
+    /// Starts or stops the clock on an unfinished message: the framer holds bytes, no call
+    /// runs and replies do not hold calls back, so those bytes are the start of a message
+    /// still to come. A whole message resets it (`processBufferedCalls`).
+    private func noteIncompleteMessage() {
+        accountInput()
+        let waiting = !readClosed && activeCall == nil && framer.bufferedByteCount > 0
+            && outgoing.count < core.configuration.outputBufferLimit
+        guard waiting else {
+            incompleteSince = nil
+            return
+        }
+        if incompleteSince == nil { incompleteSince = .now }
+        scheduleIncompleteCheck()
+    }
+
+    private func scheduleIncompleteCheck() {
+        guard !incompleteCheckPending, let since = incompleteSince else { return }
+        incompleteCheckPending = true
+        let left = core.configuration.incompleteMessageTimeout - (ContinuousClock.now - since)
+        core.checkIncompleteMessage(connectionID: id, after: max(left, .zero))
+    }
+
+    /// Closes the connection if its message has been unfinished for the whole timeout;
+    /// otherwise looks again when the timeout would be up.
+    func checkIncompleteMessage() {
+        incompleteCheckPending = false
+        guard !closed, let since = incompleteSince else { return }
+        let timeout = core.configuration.incompleteMessageTimeout
+        if ContinuousClock.now - since >= timeout {
+            core.log(.incompleteMessageTimedOut(peer: peer, held: framer.bufferedByteCount, timeout: timeout))
+            close()
+        } else {
+            scheduleIncompleteCheck()
+        }
     }
 
     /// Starts the next buffered calls while none is running, and sends what they answered
@@ -124,6 +179,7 @@ final class ServerConnection: EventLoopHandler {
                 closeAfterAnswers()
                 return
             }
+            if frame != nil { incompleteSince = nil }
             guard let frame else {
                 if readClosed {
                     closeWhenFlushed = true
@@ -209,6 +265,7 @@ final class ServerConnection: EventLoopHandler {
         }
         flush()
         if !closed { processInput() }
+        if !closed { noteIncompleteMessage() }
         if !closed { updateInterest() }
     }
 
@@ -301,6 +358,9 @@ final class ServerConnection: EventLoopHandler {
         guard !closed else { return }
         closed = true
         core.loop.deregisterAndClose(fd, token: token)
+        core.budget.add(-accountedInput)
+        accountedInput = 0
+        incompleteSince = nil
         output.markClosed()
         activeCall?.task?.cancel()
         activeCall = nil

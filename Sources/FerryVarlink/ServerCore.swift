@@ -11,6 +11,8 @@ final class ServerCore: @unchecked Sendable, EventLoopHandler {
     let service: VarlinkService
     let configuration: VarlinkServerConfiguration
     let jsonLimits: JSONLimits
+    /// What all connections together hold (`maxBufferedBytes`).
+    let budget: BufferBudget
     private let peerPolicy: VarlinkPeerPolicy
     private let logger: VarlinkServerLogger
     /// Scratch space for `recv`, shared by all connections of this loop.
@@ -31,6 +33,7 @@ final class ServerCore: @unchecked Sendable, EventLoopHandler {
         self.service = service
         self.configuration = configuration
         self.jsonLimits = JSONLimits(maxBytes: configuration.maxMessageSize, maxDepth: configuration.maxJSONDepth)
+        self.budget = BufferBudget(limit: configuration.maxBufferedBytes, fairShare: configuration.fairShareBytes)
         self.peerPolicy = peerPolicy
         self.logger = logger
     }
@@ -164,6 +167,15 @@ final class ServerCore: @unchecked Sendable, EventLoopHandler {
         Task { [self] in
             try? await Task.sleep(for: delay)
             loop.execute { [self] in connections[connectionID]?.close() }
+        }
+    }
+
+    /// Asks the connection, after `delay`, whether it is still in the middle of a message
+    /// (`ServerConnection.checkIncompleteMessage`).
+    func checkIncompleteMessage(connectionID: UInt64, after delay: Duration) {
+        Task { [self] in
+            try? await Task.sleep(for: delay)
+            loop.execute { [self] in connections[connectionID]?.checkIncompleteMessage() }
         }
     }
 

@@ -19,6 +19,17 @@ public struct VarlinkServerConfiguration: Sendable {
     public var slowPeerDrainTime: Duration = .seconds(30)
     /// Connections beyond this are closed as soon as they are accepted.
     public var maxConnections: Int = 4096
+    /// Cap on what all connections together hold in memory: calls read but not yet handled
+    /// (an unfinished message included) and replies queued but not yet read. Past it, a
+    /// connection holding more than its fair share (`fairShareBytes`) is closed when it
+    /// reads more, and streamed replies beyond a connection's fair share wait for room (then
+    /// end with `VarlinkSinkError.peerTooSlow`). Each connection's own caps still apply.
+    public var maxBufferedBytes: Int = 256 << 20
+    /// What a connection may always hold, whatever the others do.
+    public var fairShareBytes: Int = 256 << 10
+    /// How long a message may take from its first byte to its NUL: a client that stops in
+    /// the middle of one for longer is disconnected (its memory is not held for ever).
+    public var incompleteMessageTimeout: Duration = .seconds(30)
     /// Mode of the socket file the server creates.
     public var socketMode: mode_t = 0o600
     /// Mode of the directories the server creates for the socket.

@@ -15,6 +15,12 @@ public enum VarlinkServerEvent: Sendable, CustomStringConvertible {
     case slowPeerDisconnected(peer: PeerCredentials?)
     /// A system call failed on a connection or the listener; the server went on.
     case systemCallFailed(SystemCallError)
+    /// All connections together held `maxBufferedBytes`; this one, holding `held` bytes of
+    /// calls not yet handled, was closed when it sent more.
+    case bufferBudgetExceeded(peer: PeerCredentials?, held: Int, budget: Int)
+    /// A client stopped in the middle of a message for longer than the timeout; its
+    /// connection was closed.
+    case incompleteMessageTimedOut(peer: PeerCredentials?, held: Int, timeout: Duration)
 
     public var description: String {
         switch self {
@@ -25,6 +31,12 @@ public enum VarlinkServerEvent: Sendable, CustomStringConvertible {
         case let .slowPeerDisconnected(peer):
             return "disconnected slow peer \(peer.map(String.init(describing:)) ?? "unknown")"
         case let .systemCallFailed(error): return error.description
+        case let .bufferBudgetExceeded(peer, held, budget):
+            return "closed connection of \(peer.map(String.init(describing:)) ?? "unknown peer") holding \(held) bytes of "
+                + "unhandled calls: all connections together reached the cap of \(budget) bytes"
+        case let .incompleteMessageTimedOut(peer, held, timeout):
+            return "closed connection of \(peer.map(String.init(describing:)) ?? "unknown peer"): it sent \(held) bytes of a "
+                + "message and nothing more for \(timeout)"
         }
     }
 }

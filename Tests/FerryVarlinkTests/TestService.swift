@@ -174,8 +174,8 @@ struct TestServer {
         try VarlinkClient(address: address)
     }
 
-    func raw() throws -> RawConnection {
-        try RawConnection(path: path)
+    func raw(timeout: Duration = .seconds(10)) throws -> RawConnection {
+        try RawConnection(path: path, timeout: timeout)
     }
 
     func stop(gracePeriod: Duration = .seconds(2)) async {

@@ -22,6 +22,26 @@ import Testing
         return (VarlinkReplySink(channel: channel, more: more, oneway: oneway), output, delivered)
     }
 
+    /// Queues of all connections count against the server's budget: past it, a queue gets
+    /// room up to its fair share and no further; what is written or dropped is given back.
+    @Test func queuesShareTheServersBudget() async throws {
+        let budget = BufferBudget(limit: 1000, fairShare: 100)
+        let a = ConnectionOutputState(limit: 800, budget: budget)
+        let b = ConnectionOutputState(limit: 800, budget: budget)
+        #expect(a.tryReserve(700) == nil)
+        #expect(b.tryReserve(90) == nil)
+        #expect(budget.total == 790)
+        #expect(b.tryReserve(100) == nil, "the total stays within the cap")
+        #expect(b.tryReserve(200) == .peerTooSlow(limit: 800), "past the cap and past its fair share")
+        a.didWrite(500)
+        #expect(budget.total == 390)
+        #expect(b.tryReserve(200) == nil, "room again once another queue drained")
+        b.markClosed()
+        #expect(budget.total == 200, "a closed queue gives back what it held")
+        a.addUnconditionally(50)   // a final reply always goes, and counts
+        #expect(budget.total == 250)
+    }
+
     @Test func sendsContinuesReplies() async throws {
         let (sink, output, delivered) = makeSink()
         try await sink.send(["n": 1])

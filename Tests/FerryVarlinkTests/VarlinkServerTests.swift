@@ -282,6 +282,58 @@ import Testing
         }
     }
 
+    /// A message that stops half-way is not held for ever: past the timeout its connection
+    /// closes (logged); a client whose messages keep completing stays, however long it sends.
+    @Test func aMessageUnfinishedPastTheTimeoutClosesItsConnection() async throws {
+        var configuration = VarlinkServerConfiguration()
+        configuration.incompleteMessageTimeout = .milliseconds(600)
+        try await withTestServer(configuration: configuration) { server in
+            let stalled = try server.raw()
+            await stalled.send(Array(#"{"method":"org.ferry.test.Add","para"#.utf8))
+            let steady = try server.raw()
+            let started = ContinuousClock.now
+            // Each call arrives in two parts with a pause between, for twice the timeout.
+            while ContinuousClock.now - started < .milliseconds(1200) {
+                await steady.send(Array(#"{"method":"org.ferry.test.Add","#.utf8))
+                try await Task.sleep(for: .milliseconds(100))
+                await steady.send(Array(#""parameters":{"a":1,"b":2}}"#.utf8) + [0])
+                #expect(await steady.readReply()?.parameters == ["sum": 3])
+            }
+            #expect(await stalled.read() == .endOfFile)
+            #expect(await server.recorder.waitFor { $0.hasPrefix("log: closed connection") && $0.contains("bytes of a message and nothing more") } != nil)
+            let idle = try server.raw()   // a connection that sent nothing holds nothing: it stays
+            try await Task.sleep(for: .milliseconds(900))
+            await idle.sendCall(.test("Add", ["a": 2, "b": 2]))
+            #expect(await idle.readReply()?.parameters == ["sum": 4])
+        }
+    }
+
+    /// All connections together hold at most `maxBufferedBytes`: the one that sends past it,
+    /// holding more than its fair share, is closed (logged), and every other is served.
+    @Test func connectionsTogetherStayWithinTheBufferBudget() async throws {
+        var configuration = VarlinkServerConfiguration()
+        configuration.maxBufferedBytes = 1 << 20
+        configuration.fairShareBytes = 64 << 10
+        try await withTestServer(configuration: configuration) { server in
+            let start = Array(#"{"method":"org.ferry.test.Add","parameters":{"a":1,"b":2,"pad":""#.utf8)
+            let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 100 << 10)
+            var holders: [RawConnection] = []
+            for _ in 0..<3 {
+                let raw = try server.raw(timeout: .seconds(1))
+                await raw.send(start)
+                for _ in 0..<4 { await raw.send(chunk) }   // about 400 KiB each, unfinished
+                holders.append(raw)
+            }
+            #expect(await server.recorder.waitFor { $0.contains("reached the cap of 1048576 bytes") } != nil)
+            var closed = 0
+            for raw in holders where await raw.read() == .endOfFile { closed += 1 }
+            #expect(closed >= 1 && closed < 3, "closed \(closed)")
+            // A small call always gets through: within its fair share.
+            let client = try server.client()
+            #expect(try await client.call("org.ferry.test.Add", ["a": 1, "b": 1]) == ["sum": 2])
+        }
+    }
+
     @Test func garbageClosesOnlyThatConnection() async throws {
         try await withTestServer { server in
             let client = try server.client()

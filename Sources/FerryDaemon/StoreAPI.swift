@@ -371,6 +371,10 @@ struct StoreAPI: Sendable {
             guard let bytes = Data(base64Encoded: data) else {
                 throw ErrorMapping.invalidArgument("data", "data is not valid base64 (standard alphabet, with padding)")
             }
+            // The text's length bounds the bytes only to a multiple of 3: this is the exact cap.
+            guard bytes.count <= StoreAPI.maxInlineAttachment else {
+                throw ErrorMapping.invalidArgument("data", "data is base64 of at most \(StoreAPI.maxInlineAttachment) bytes; pass a path for larger files")
+            }
             let array = [UInt8](bytes)
             info = try await run { () throws(FerryError) in try store.putAttachment(array, expectedSHA256: expected) }
         case (nil, let path?):

@@ -130,6 +130,26 @@ enum UnixSocket {
         return path.hasPrefix("@") ? count : count + 1
     }
 
+    /// What is wrong with the existing directory of the socket at `path`, if another user
+    /// could remove or replace a file in it: writable by group or others without the sticky
+    /// bit (with it, as in /tmp, only a file's owner may remove it), or owned by another user
+    /// than this one and root. Nil when it is safe, missing (`listen` makes it 0700) or the
+    /// socket is abstract.
+    static func unsafeDirectory(forSocket path: String) -> (directory: String, reason: String)? {
+        let directory = parentDirectory(of: path)
+        guard !directory.isEmpty else { return nil }
+        var status = stat()
+        guard stat(directory, &status) == 0 else { return nil }
+        let mode = status.st_mode & 0o7777
+        if status.st_uid != geteuid() && status.st_uid != 0 {
+            return (directory, "belongs to uid \(status.st_uid)")
+        }
+        if mode & (S_IWGRP | S_IWOTH) != 0 && mode & S_ISVTX == 0 {
+            return (directory, "is writable by other users (mode \(String(mode, radix: 8)))")
+        }
+        return nil
+    }
+
     private static func parentDirectory(of path: String) -> String {
         guard !path.hasPrefix("@"), let slash = path.lastIndex(of: "/") else { return "" }
         return String(path[..<slash])

@@ -68,6 +68,9 @@ public actor VarlinkServer {
     }
 
     private func makeCore() async throws(VarlinkServerError) -> ServerCore {
+        if case let .unixPath(path) = endpoint, let (directory, reason) = UnixSocket.unsafeDirectory(forSocket: path) {
+            throw .unsafeDirectory(path: directory, reason: reason)
+        }
         let fd: Int32
         do {
             switch endpoint {

@@ -253,6 +253,14 @@ import FerryVarlink
                 _ = try await client.call("io.ferry.Store.PutAttachment", bad)
             }
         }
+        // Inline data is at most 8 MiB exactly: one byte more is refused, whatever its base64 length.
+        let atCap = try await client.call("io.ferry.Store.PutAttachment", ["data": .string(Data(count: 8 << 20).base64EncodedString())])
+        #expect(atCap["size"] == .int(8 << 20))
+        for extra in [1, 2] {
+            await expectRemoteError("io.ferry.Store.InvalidArgument") {
+                _ = try await client.call("io.ferry.Store.PutAttachment", ["data": .string(Data(count: (8 << 20) + extra).base64EncodedString())])
+            }
+        }
         daemon.stop()
     }
 

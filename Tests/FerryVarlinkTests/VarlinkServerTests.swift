@@ -17,6 +17,30 @@ import Testing
         }
     }
 
+    /// An existing directory that lets another user replace the socket is refused, with what
+    /// to do; one only its owner can write to, or with the sticky bit (like /tmp), is used.
+    @Test func refusesADirectoryOthersCouldReplaceTheSocketIn() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        for (name, mode, owner, safe) in [("open", 0o777, geteuid(), false), ("group", 0o770, geteuid(), false),
+                                          ("sticky", 0o1777, geteuid(), true), ("readable", 0o755, geteuid(), true),
+                                          ("theirs", 0o700, 65534, false)] as [(String, mode_t, uid_t, Bool)] {
+            let dir = directory.path + "/" + name
+            #expect(mkdir(dir, 0o700) == 0 && chmod(dir, mode) == 0 && chown(dir, owner, gid_t(owner == 65534 ? 65534 : getegid())) == 0)
+            let server = VarlinkServer(service: try TestInterface.service(recorder: Recorder()), endpoint: .unixPath(dir + "/s.sock"))
+            do {
+                try await server.start()
+                #expect(safe, "\(name): started in an unsafe directory")
+                await server.stop()
+            } catch {
+                #expect(!safe, "\(name): \(error)")
+                guard case let .unsafeDirectory(path, _) = error else { Issue.record("\(name): \(error)"); continue }
+                #expect(path == dir && error.description.contains("chmod 700 \(dir)"), "\(error)")
+                #expect(access(dir + "/s.sock", F_OK) != 0, "\(name): nothing was created")
+            }
+        }
+    }
+
     @Test func removesTheSocketOnStop() async throws {
         let server = try await TestServer.start()
         await server.server.stop()

@@ -89,7 +89,10 @@ public enum EngineInterface {
       state: string,
       records: int,
       tombstones: int,
+      # Outbox entries, and how many of them are in spaces with no transport (kept for the
+      # first one added to the space).
       outbox: int,
+      outboxWithoutTransport: ?int,
       outboxErrors: int,
       lastSeq: int,
       attachments: int,

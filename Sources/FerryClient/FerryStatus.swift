@@ -16,6 +16,9 @@ public struct FerryStatus: Sendable, Hashable {
     public var tombstones: Int
     /// Outbox entries some transport still needs.
     public var outbox: Int
+    /// Of `outbox`, the entries in spaces with no transport: kept for the first one added
+    /// (0 from a daemon that does not say).
+    public var outboxWithoutTransport: Int = 0
     /// Outbox entries some transport rejected.
     public var outboxErrors: Int
     /// The change log's last sequence number (the newest `Watch` cursor).
@@ -62,6 +65,7 @@ public struct FerryStatus: Sendable, Hashable {
         records = try json.int("records")
         tombstones = try json.int("tombstones")
         outbox = try json.int("outbox")
+        outboxWithoutTransport = json["outboxWithoutTransport"]?.intValue.map(Int.init) ?? 0
         outboxErrors = try json.int("outboxErrors")
         lastSeq = try json.int64("lastSeq")
         attachments = try json.int("attachments")
@@ -82,7 +86,7 @@ public struct FerryStatus: Sendable, Hashable {
     public var json: JSONValue {
         var object: [String: JSONValue] = [
             "node": .string(node), "version": .string(version), "state": .string(state),
-            "records": .int(Int64(records)), "tombstones": .int(Int64(tombstones)), "outbox": .int(Int64(outbox)),
+            "records": .int(Int64(records)), "tombstones": .int(Int64(tombstones)), "outbox": .int(Int64(outbox)), "outboxWithoutTransport": .int(Int64(outboxWithoutTransport)),
             "outboxErrors": .int(Int64(outboxErrors)), "lastSeq": .int(lastSeq),
             "attachments": .int(Int64(attachments)), "attachmentBytes": .int(attachmentBytes),
             "spaces": .array(spaces.map(\.json)), "transports": .array(transports.map(\.json)),

@@ -53,7 +53,8 @@ struct EngineAPI: Sendable {
             "node": .string(store.nodeID.description), "version": .string(FerryVersion.string),
             "state": .string(EngineState.summary(health.map(\.1), paused: sync.isPaused)),
             "records": .int(Int64(stats.records)), "tombstones": .int(Int64(stats.tombstones)),
-            "outbox": .int(Int64(stats.outbox)), "outboxErrors": .int(Int64(stats.outboxErrors)), "lastSeq": .int(stats.lastSeq),
+            "outbox": .int(Int64(stats.outbox)), "outboxWithoutTransport": .int(Int64(stats.outboxWithoutTransport)),
+            "outboxErrors": .int(Int64(stats.outboxErrors)), "lastSeq": .int(stats.lastSeq),
             "attachments": .int(Int64(stats.attachments)), "attachmentBytes": .int(stats.attachmentBytes),
             "spaces": .array(store.spaces().map(Self.space)), "transports": .array(transports), "startedAt": .int(startedAt),
         ]

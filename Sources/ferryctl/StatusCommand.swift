@@ -23,7 +23,10 @@ enum StatusCommand: Command {
         // Transports whose pushes fail as a whole hold everything they still need.
         let holding = status.transports.filter { ($0.problem ?? "").contains("push: ") && $0.pending > 0 }.map(\.name)
         let held = holding.isEmpty ? "" : ", held by \(holding.joined(separator: ", "))"
-        summary.add("outbox", "\(status.outbox) pending, \(status.outboxErrors) rejected\(held)"
+        let waiting = status.outboxWithoutTransport == 0 ? ""
+            : " (\(status.outboxWithoutTransport == status.outbox ? "all" : String(status.outboxWithoutTransport)) in spaces "
+                + "with no transport, queued for the first one added)"
+        summary.add("outbox", "\(status.outbox) pending\(waiting), \(status.outboxErrors) rejected\(held)"
             + (status.outboxErrors > 0 || !holding.isEmpty ? " (see 'ferryctl outbox --errors')" : ""))
         summary.add("change log", "cursor \(status.lastSeq)")
         summary.add("attachments", "\(status.attachments) (\(Format.bytes(status.attachmentBytes)))")

@@ -207,11 +207,13 @@ import Testing
 
         let status = try ctl.run(["status"])
         #expect(status.status == 0, "\(status)")
-        for text in ["node ", "version ", "records      1 live, 0 deleted", "private", "team", daemon.socketPath] {
+        for text in ["node ", "version ", "records      1 live, 0 deleted", "private", "team", daemon.socketPath,
+                     "outbox       1 pending (all in spaces with no transport, queued for the first one added), 0 rejected"] {
             #expect(status.stdout.contains(text), "'\(text)' missing: \(status)")
         }
         let statusJSON = try ctl.run(["status", "--json"]).json()
         #expect(statusJSON["records"] == 1 && statusJSON["node"]?.stringValue?.count == 16, "\(statusJSON)")
+        #expect(statusJSON["outbox"] == 1 && statusJSON["outboxWithoutTransport"] == 1, "\(statusJSON)")
 
         let outbox = try ctl.run(["outbox", "--json"]).json()
         #expect(outbox["entries"]?.arrayValue != nil, "\(outbox)")

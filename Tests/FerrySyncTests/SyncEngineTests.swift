@@ -132,6 +132,52 @@ final class EngineDevice: Sendable {
         return (a, b, log, info.sha256)
     }
 
+    /// Two devices of one owner on a log that hides blobs, b waiting `wait` for attachments; a
+    /// has its transport, b gets it later (`b.add`).
+    static func hiddenBlobPair(wait: Duration) async throws -> (a: EngineDevice, b: EngineDevice, log: MemoryLog) {
+        let log = MemoryLog()
+        log.state.withLock { $0.blobsHidden = true }
+        let a = try EngineDevice(logs: ["shared": log])
+        let b = try EngineDevice(logs: ["shared": log], configure: { $0.attachmentWait = wait })
+        await a.engine.reconcile()
+        try await b.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
+        try await a.add("m", log: "shared")
+        return (a, b, log)
+    }
+
+    /// Every blob a page misses waits the one `attachmentWait` together: five records whose
+    /// blobs never come are applied after one wait (3 s), not five in a row (15 s).
+    @Test func theBlobsAPageMissesWaitOnceTogether() async throws {
+        let (a, b, _) = try await Self.hiddenBlobPair(wait: .seconds(3))
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        var shas: [String] = []
+        for i in 0..<5 {
+            let info = try a.store.putAttachment(Array("blob \(i)".utf8))
+            shas.append(info.sha256)
+            _ = try a.store.put(entity: "doc", id: "d\(i)", payload: "{}", attachments: [info.sha256])
+        }
+        #expect(try await eventually { try a.store.outbox().isEmpty })
+        try await b.add("m", log: "shared")
+        #expect(try await eventually(.seconds(10)) { try (0..<5).allSatisfy { try b.store.get(entity: "doc", id: "d\($0)") != nil } })
+        #expect(try Set(b.store.missingAttachments()) == Set(shas))
+    }
+
+    /// An attachment of a version that cannot win is not waited for: a later version of the
+    /// same record in the page (here one without it) beats it, so the page applies at once
+    /// although its blob never comes and the wait is long.
+    @Test func anAttachmentOfASupersededVersionIsNotWaitedFor() async throws {
+        let (a, b, _) = try await Self.hiddenBlobPair(wait: .seconds(600))
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        let info = try a.store.putAttachment(Array("old photo".utf8))
+        _ = try a.store.put(entity: "doc", id: "d1", payload: #"{"v":1}"#, attachments: [info.sha256])
+        #expect(try await eventually { try a.store.outbox().isEmpty })
+        _ = try a.store.put(entity: "doc", id: "d1", payload: #"{"v":2}"#)
+        #expect(try await eventually { try a.store.outbox().isEmpty })
+        try await b.add("m", log: "shared")
+        #expect(try await eventually(.seconds(10)) { try b.store.get(entity: "doc", id: "d1")?.version.payload == #"{"v":2}"# })
+        #expect(try b.store.missingAttachments().isEmpty)
+    }
+
     @Test func anAttachmentThatArrivesAfterTheWaitIsFetchedLater() async throws {
         let bytes = Array("late attachment bytes".utf8)
         let (a, b, log, sha) = try await Self.recordWithoutItsBlob(bytes)

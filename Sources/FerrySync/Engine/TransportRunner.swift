@@ -533,15 +533,26 @@ final class TransportRunner: Sendable {
         return page.cursor
     }
 
-    /// Fetches and opens the attachments `versions` reference that are not here yet. A blob
-    /// not on the transport yet stops the page (it is retried, its cursor unsaved) until
-    /// `attachmentWait` has passed; after that the records are applied without it, and the
-    /// missing-attachments loop looks for it again later. Returns whether some was given up.
+    /// Fetches and opens the attachments `versions` reference that are not here yet, for the
+    /// versions that can win the merge: one the store, or a later version in the same page,
+    /// already beats needs none (its attachments are looked for later if it ever becomes
+    /// current). A blob not on the transport yet stops the page (it is retried, its cursor
+    /// unsaved) until `attachmentWait` has passed; every blob the page misses waits that
+    /// one time together, not one after another. After it the records are applied without
+    /// them, and the missing-attachments loop looks for them again later. Returns whether
+    /// some was given up.
     private func fetchAttachments(of versions: [RecordVersion]) async throws(SyncFailure) -> Bool {
-        var gaveUp = false
+        var wanted: [(version: RecordVersion, shas: [String])] = []
         for version in versions where !version.attachments.isEmpty {
-            for sha in version.attachments {
-                if store.attachmentPath(sha) != nil { continue }
+            let absent = version.attachments.filter { store.attachmentPath($0) == nil }
+            if !absent.isEmpty { wanted.append((version, absent)) }
+        }
+        if wanted.isEmpty { return false }
+        let winners = try await versionsThatCanWin(wanted.map(\.version), among: versions)
+        var waitingFor: String?
+        var gaveUp = false
+        for (index, (version, shas)) in wanted.enumerated() where winners.contains(index) {
+            for sha in shas where store.attachmentPath(sha) == nil {
                 // A blob refused (a torn copy a sync tool is still writing, or damaged) is waited
                 // for like one not there yet, and then looked for again later.
                 if try await fetchAttachment(sha, of: "\(version.entity)/\(version.id)") == .stored {
@@ -554,13 +565,42 @@ final class TransportRunner: Sendable {
                     m[sha] = now
                     return now
                 }
-                if now - since < options.attachmentWait { throw .waitingForAttachment(sha) }
+                if now - since < options.attachmentWait {
+                    // Go on: every blob the page misses starts its wait on this pass.
+                    if waitingFor == nil { waitingFor = sha }
+                    continue
+                }
                 log(.warning, "\(info.name): attachment \(sha.prefix(12))… of \(version.entity)/\(version.id) did not arrive; "
                     + "applying the record without it (it is looked for again later)", fields)
                 gaveUp = true
             }
         }
+        if let waitingFor { throw .waitingForAttachment(waitingFor) }
         return gaveUp
+    }
+
+    /// The indexes of `candidates` that can become current: no later version of the same
+    /// record in `page` has a greater stamp, and the store holds none as great.
+    private func versionsThatCanWin(_ candidates: [RecordVersion], among page: [RecordVersion]) async throws(SyncFailure) -> Set<Int> {
+        struct Key: Hashable { var entity: String; var id: String }
+        var newest: [Key: Stamp] = [:]
+        for version in page {
+            let key = Key(entity: version.entity, id: version.id)
+            if let stamp = newest[key], stamp >= version.hlc { continue }
+            newest[key] = version.hlc
+        }
+        let store = self.store, space = self.space
+        let keys = candidates.map { Key(entity: $0.entity, id: $0.id) }
+        let stored = try await local("reading the versions here") { () throws(FerryError) -> [Stamp?] in
+            try keys.map { key throws(FerryError) in try store.get(space: space, entity: key.entity, id: key.id)?.hlc }
+        }
+        var winners = Set<Int>()
+        for (index, version) in candidates.enumerated() {
+            if let newer = newest[keys[index]], newer > version.hlc { continue }
+            if let here = stored[index], here >= version.hlc { continue }
+            winners.insert(index)
+        }
+        return winners
     }
 
     /// What became of one attempt to fetch an attachment.

@@ -85,6 +85,29 @@ extension Store {
         }
     }
 
+    /// The attachments the current records of `space` reference, going through its records in
+    /// pages of `limit` by rid, after `afterRID`: the page's attachments (each once) and the last
+    /// rid read (nil when no record is left). Linear in the records, whatever is attached.
+    public func referencedAttachments(space: String = Store.privateSpace, afterRID: Int64,
+                                      limit: Int = 1000) throws(FerryError) -> (shas: [String], last: Int64?) {
+        let sid = try catalog.sid(space)
+        return try read("listing attachments", slow: true) { db in
+            let statement = try db.cached("""
+                SELECT rid, attachments FROM records WHERE sid = ?1 AND rid > ?2 ORDER BY rid LIMIT ?3
+                """)
+            defer { statement.reset() }
+            statement.bind(1, sid); statement.bind(2, afterRID); statement.bind(3, max(1, limit))
+            var shas: [String] = []
+            var seen = Set<String>()
+            var last: Int64?
+            while try statement.step() {
+                last = statement.int64(0)
+                for sha in AttachmentList.decode(statement.text(1)) where seen.insert(sha).inserted { shas.append(sha) }
+            }
+            return (shas, last)
+        }
+    }
+
     /// The path of an attachment's file, for streaming it out; nil when its bytes are not here.
     public func attachmentPath(_ sha256: String) -> String? {
         guard Names.isSHA256Hex(sha256), AttachmentFiles.exists(sha256, root: configuration.attachmentsPath) else { return nil }

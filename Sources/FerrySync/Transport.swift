@@ -52,10 +52,17 @@ public protocol Transport: AnyObject, Sendable {
     /// The most envelopes, and bytes of them, in one push, and the most envelopes the engine
     /// asks for in one pull page (within `SyncLimits.maxBatch`).
     var batchLimit: SyncLimits.Batch { get }
+
+    /// Whether blobs stored here can vanish without the transport knowing (a synced folder,
+    /// whose files a user or the sync tool may delete): then the engine checks now and then
+    /// that the blobs of the space's attachments it holds are still there, and puts back the
+    /// ones that are not. False for a host that loses blobs only with everything else.
+    var blobsCanVanish: Bool { get }
 }
 
 extension Transport {
     public var pushesInFlight: Int { 1 }
+    public var blobsCanVanish: Bool { false }
     public var batchLimit: SyncLimits.Batch { SyncLimits.standardBatch }
 }
 

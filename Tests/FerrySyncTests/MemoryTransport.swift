@@ -27,6 +27,8 @@ final class MemoryLog: Sendable {
         /// is there) until it is cleared: as a synced folder's blob files that the sync tool
         /// copies over after the segments that reference them.
         var blobsHidden = false
+        /// Whether its transports say blobs can vanish (as a synced folder's can).
+        var blobsCanVanish = false
         /// Pushes the transports of this log allow at once, how long each takes, and the most
         /// seen on their way together.
         var window = 1
@@ -72,6 +74,7 @@ final class MemoryTransport: Transport {
     }
 
     var pushesInFlight: Int { log.state.withLock { $0.window } }
+    var blobsCanVanish: Bool { log.state.withLock { $0.blobsCanVanish } }
 
     func push(_ batch: [Envelope]) async throws(TransportFailure) -> [PushOutcome] {
         try check()

@@ -178,6 +178,28 @@ final class EngineDevice: Sendable {
         #expect(try b.store.missingAttachments().isEmpty)
     }
 
+    /// On a transport whose blobs can vanish (a folder whose files a user deletes), the device
+    /// that holds an attachment puts its blob back: every `blobCheckInterval`, and at SyncNow.
+    @Test(arguments: [true, false])
+    func blobsThatVanishFromTheTransportArePutBack(periodically: Bool) async throws {
+        let log = MemoryLog()
+        log.state.withLock { $0.blobsCanVanish = true }
+        let a = try EngineDevice(logs: ["shared": log], configure: {
+            $0.blobCheckInterval = periodically ? .milliseconds(300) : .seconds(3600)
+        })
+        defer { Task { await a.engine.stop() } }
+        await a.engine.reconcile()
+        try await a.add("m", log: "shared")
+        let info = try a.store.putAttachment(Array("a photo".utf8))
+        _ = try a.store.put(entity: "doc", id: "d1", payload: "{}", attachments: [info.sha256])
+        #expect(try await eventually { try log.state.withLock { $0.blobs.count == 1 } && a.store.outbox().isEmpty })
+        let key = try #require(log.state.withLock { $0.blobs.keys.first })
+        log.state.withLock { $0.blobs.removeAll() }
+        if !periodically { a.engine.syncNow() }
+        // Sealed again (a new nonce), under the same key.
+        #expect(await eventually(.seconds(10)) { log.state.withLock { $0.blobs[key] != nil } })
+    }
+
     @Test func anAttachmentThatArrivesAfterTheWaitIsFetchedLater() async throws {
         let bytes = Array("late attachment bytes".utf8)
         let (a, b, log, sha) = try await Self.recordWithoutItsBlob(bytes)

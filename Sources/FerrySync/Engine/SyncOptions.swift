@@ -13,6 +13,10 @@ public struct SyncOptions: Sendable {
     /// The longest wait between two looks for missing attachment blobs (also the wait while
     /// none is missing).
     public var attachmentRetryMax: Duration = .seconds(3600)
+    /// How often the blobs of this device's attachments are checked on a transport whose
+    /// blobs can vanish (`Transport.blobsCanVanish`), and put back when gone; the first check
+    /// is this long after the start too.
+    public var blobCheckInterval: Duration = .seconds(600)
     /// The most envelopes in one push and one pull page, whatever the transport takes
     /// (`Transport.batchLimit` decides below it).
     public var batchEnvelopes = SyncLimits.maxBatch.envelopes

@@ -35,6 +35,7 @@ final class TransportRunner: Sendable {
     private let pushRetry = WakeSignal()
     private let pullRetry = WakeSignal()
     private let attachmentRetry = WakeSignal()
+    private let blobCheck = WakeSignal()
     /// What the missing-attachments loop was asked, with `attachmentRetry`.
     private let attachmentRequest = Mutex(AttachmentRequest.none)
     /// Which loop is backing off because the host could not be reached: a success of the other
@@ -71,7 +72,9 @@ final class TransportRunner: Sendable {
         let push = Task { await self.pushLoop() }
         let pull = Task { await self.pullLoop() }
         let attachments = Task { await self.missingAttachmentsLoop() }
-        tasks.withLock { $0 = [push, pull, attachments] }
+        var all = [push, pull, attachments]
+        if transport.blobsCanVanish { all.append(Task { await self.blobCheckLoop() }) }
+        tasks.withLock { $0 = all }
     }
 
     /// Stops the loops (an in-flight push finishes or is cancelled; nothing is lost: the
@@ -96,6 +99,7 @@ final class TransportRunner: Sendable {
         currentPull.withLock { $0?.cancel() }
         attachmentRequest.withLock { $0 = .lookNow }
         attachmentRetry.signal()
+        blobCheck.signal()
     }
 
     // MARK: Push
@@ -344,20 +348,79 @@ final class TransportRunner: Sendable {
                         continue
                     }
                 } catch { throw .transport(error) }
-                let sealed = scratchPath("up")
-                defer { unlink(sealed) }
-                do { try blobs.seal(file: path, to: sealed) } catch { throw .local("sealing attachment \(sha.prefix(12)): \(error)") }
-                do { try await transport.putBlob(key: key, from: sealed) } catch {
-                    if case .tooLarge(let why) = error {
+                do { try await upload(sha, from: path, key: key) } catch {
+                    if case .transport(.tooLarge(let why)) = error {
                         tooLarge[sha] = why
                         continue
                     }
-                    throw .transport(error)
+                    throw error
                 }
-                uploadedBlobs.withLock { _ = $0.insert(key) }
             }
         }
         return tooLarge
+    }
+
+    /// Seals attachment `sha` (its bytes at `path`) and puts the blob under `key`.
+    private func upload(_ sha: String, from path: String, key: BlobKey) async throws(SyncFailure) {
+        let sealed = scratchPath("up")
+        defer { unlink(sealed) }
+        do { try blobs.seal(file: path, to: sealed) } catch { throw .local("sealing attachment \(sha.prefix(12)): \(error)") }
+        do { try await transport.putBlob(key: key, from: sealed) } catch { throw .transport(error) }
+        uploadedBlobs.withLock { _ = $0.insert(key) }
+    }
+
+    // MARK: Blobs that vanish
+
+    /// For a transport whose blobs can vanish: every `blobCheckInterval`, and at SyncNow, puts
+    /// back the blobs of the space's attachments that are here and that the transport no
+    /// longer has (a user or the sync tool deleted them), so other devices can still fetch them.
+    private func blobCheckLoop() async {
+        while !Task.isCancelled {
+            await blobCheck.wait(timeout: options.blobCheckInterval)
+            if Task.isCancelled { break }
+            if isPaused() { continue }
+            await putBackVanishedBlobs()
+        }
+    }
+
+    /// One check: the attachments the space's records reference, a page of records at a time;
+    /// for each one here whose blob the transport lacks, the blob is sealed and put again. A
+    /// failure ends the check early (the sync loops report such failures); it is only logged.
+    private func putBackVanishedBlobs() async {
+        let store = self.store, space = self.space
+        var after: Int64 = 0
+        var putBack = 0
+        var checked = Set<String>()
+        while !Task.isCancelled && !isPaused() {
+            let page: (shas: [String], last: Int64?)
+            do {
+                let from = after
+                page = try await local("listing attachments") { () throws(FerryError) in
+                    try store.referencedAttachments(space: space, afterRID: from)
+                }
+            } catch {
+                log(.debug, "\(info.name): cannot check attachment blobs: \(error)", fields)
+                return
+            }
+            guard let last = page.last else { break }
+            after = last
+            for sha in page.shas where checked.insert(sha).inserted {
+                guard let path = store.attachmentPath(sha) else { continue }
+                let key = keys.blobKey(sha256: sha)
+                do {
+                    if try await transport.hasBlob(key: key) { continue }
+                    try await upload(sha, from: path, key: key)
+                    putBack += 1
+                } catch {
+                    log(.debug, "\(info.name): cannot check attachment blobs: \(error)", fields)
+                    return
+                }
+            }
+        }
+        if putBack > 0 {
+            log(.warning, "\(info.name): \(putBack) attachment file(s) of this device were gone from the transport "
+                + "(deleted by a user or the sync tool); they were written again", fields)
+        }
     }
 
     // MARK: Pull

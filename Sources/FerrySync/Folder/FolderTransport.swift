@@ -95,6 +95,9 @@ public final class FolderTransport: Transport {
     /// them alike (a page holds up to `maxPageEnvelopes`).
     public var batchLimit: SyncLimits.Batch { SyncLimits.maxBatch }
 
+    /// A user or the sync tool may delete any file in the folder, blobs included.
+    public var blobsCanVanish: Bool { true }
+
     /// Writes the envelopes not stored yet as one new segment, durably, before answering.
     /// Envelopes of another owner are `.rejected`; ones this device wrote before `.duplicate`.
     /// Throws `.unavailable` when the folder is missing or not writable, and `.hostLostData`

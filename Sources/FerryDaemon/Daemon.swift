@@ -168,6 +168,10 @@ public enum Daemon {
         // The outbox's counts only: counting the records walks the whole table, which on a large
         // store would hold READY=1 back (`ferryctl status` counts them when asked).
         let outbox = try? store.outboxCounts()
+        if let failure = store.sweepFailure {
+            logger.warning("could not remove unreferenced attachments at start (\(failure)); ferryd runs on, and the next "
+                + "start tries again: if the disk is full, free space")
+        }
         if let old = store.replacedNodeID {
             logger.notice("this state directory was last used on another machine (its machine id differs): this device "
                 + "is now node \(store.nodeID) instead of \(old), so it and the machine it was copied from sync as two "

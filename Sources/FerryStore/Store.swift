@@ -1,6 +1,7 @@
 import FerryModel
 import FerrySQLite
 import Foundation
+import Synchronization
 
 /// Ferry's record store: records in spaces, the change log, the durable outbox, transports and
 /// their progress, losing versions and attachments, in one SQLite database (WAL) plus attachment
@@ -29,6 +30,10 @@ public final class Store: @unchecked Sendable {
     /// The copy then takes a new node id, so that two devices never write and skip changes as
     /// one (they would share one folder directory and ignore each other's relay events).
     public let replacedNodeID: NodeID?
+    /// Why the sweep of unreferenced attachments this open does failed, if it did (a full
+    /// disk): housekeeping only, so the store opens anyway, and the next open sweeps again.
+    public var sweepFailure: FerryError? { sweepOutcome.withLock { $0 } }
+    private let sweepOutcome = Mutex<FerryError?>(nil)
     let catalog: Catalog
     let queue: WriteQueue
     /// Point lookups, pages and the change log: quick reads.
@@ -85,7 +90,13 @@ public final class Store: @unchecked Sendable {
         } catch {
             throw .storage(context: "opening the store in \(dir)", message: "\(error)")
         }
-        try sweepAttachments(orphanFiles: true)
+        // Housekeeping: on a full disk the store still opens, so reads go on and space can be
+        // freed; what it would have removed is removed by a later open.
+        do {
+            try sweepAttachments(orphanFiles: true)
+        } catch {
+            sweepOutcome.withLock { $0 = error }
+        }
     }
 
     /// Told of every commit that added changes, with those changes (on the committing thread:

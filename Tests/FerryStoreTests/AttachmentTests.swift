@@ -78,6 +78,47 @@ import Testing
         #expect(store.attachmentPath(sha256OfHello) == nil)
     }
 
+    /// On a full disk the store still opens (its sweep of unreferenced attachments is only
+    /// housekeeping, and says why it failed), reads work, and once space is freed the next open
+    /// sweeps. A real tmpfs of 8 MiB, filled to the last byte.
+    @Test func aFullDiskDoesNotKeepTheStoreFromOpening() throws {
+        let dir = TempDir()
+        guard Glibc.mount("tmpfs", dir.path, "tmpfs", 0, "size=8m") == 0 else {
+            Issue.record("mounting a tmpfs at \(dir.path) failed (errno \(errno)): this test needs root")
+            return
+        }
+        defer { Glibc.umount2(dir.path, Int32(MNT_DETACH)) }
+        let wall = TestWall()
+        // Left open while the disk fills and the store opens again: its log and shared memory
+        // stay, as after a kill -9 (a clean close removes them, and SQLite cannot make them
+        // again on a full disk).
+        let first = try makeStore(dir, wall: wall) { $0.attachmentGraceSeconds = 1 }
+        _ = try first.put(entity: "note", id: "N1", payload: #"{"a":1}"#)
+        for i in 0..<50 { try first.putAttachment([UInt8](repeating: UInt8(i), count: 20_000)) }   // unreferenced
+        wall.advance(5_000)
+        // Fill the file system.
+        let filler = dir.path + "/filler"
+        let fd = open(filler, O_WRONLY | O_CREAT, 0o600)
+        let chunk = [UInt8](repeating: 1, count: 4096)
+        while chunk.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) > 0 {}
+        var one: UInt8 = 1
+        while write(fd, &one, 1) > 0 {}
+        close(fd)
+
+        let full = try makeStore(dir, wall: wall) { $0.attachmentGraceSeconds = 1 }
+        #expect(full.sweepFailure != nil)
+        #expect(try full.get(entity: "note", id: "N1")?.version.payload == #"{"a":1}"#)
+        #expect(throws: FerryError.self) { try full.put(entity: "note", id: "N2", payload: String(repeating: "x", count: 4 << 20)) }
+        _ = consume full
+        _ = consume first
+
+        unlink(filler)
+        let freed = try makeStore(dir, wall: wall) { $0.attachmentGraceSeconds = 1 }
+        #expect(freed.sweepFailure == nil)
+        #expect(try freed.stats().attachments == 0, "the next open swept them")
+        #expect(try freed.put(entity: "note", id: "N2", payload: "{}").version.id == "N2")
+    }
+
     @Test func orphanFilesAndTemporaryLeftoversAreRemovedOnOpen() throws {
         let dir = TempDir()
         do { _ = try makeStore(dir) }

@@ -8,8 +8,13 @@ public struct WireRecord: Sendable, Hashable {
     /// The version stamp's text.
     public var hlc: String
     public var deleted: Bool
-    /// The JSON object; nil for tombstones.
+    /// The JSON object; nil for tombstones. As a `JSONValue` it keeps integers to 64 bits and
+    /// other numbers as doubles; `payloadText` has it exactly.
     public var payload: [String: JSONValue]?
+    /// The payload's JSON text exactly as stored (byte for byte as it was written), when the
+    /// record was read with it (`FerryClient` reads records so); nil for tombstones and
+    /// records made here. Not part of `json`.
+    public var payloadText: String?
     public var attachments: [String]
     /// The change-log sequence number of the change that made this version current.
     public var seq: Int64

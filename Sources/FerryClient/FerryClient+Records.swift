@@ -17,8 +17,7 @@ extension FerryClient {
         parameters.setIfPresent("space", space.json)
         parameters.setIfPresent("id", id.json)
         if let attachments { parameters["attachments"] = .array(attachments.map(JSONValue.string)) }
-        let reply = try await call("io.ferry.Store.Put", parameters)
-        return try decode { () throws(WireError) in try reply.record("record") }
+        return try await record(of: VarlinkCallMessage(method: "io.ferry.Store.Put", parameters: parameters))
     }
 
     /// Writes a new version of one record with its payload given as JSON text, which is sent
@@ -42,8 +41,13 @@ extension FerryClient {
         if let attachments { parameters["attachments"] = .array(attachments.map(JSONValue.string)) }
         var message = VarlinkCallMessage(method: "io.ferry.Store.Put", parameters: parameters)
         message.verbatimParameters["payload"] = text
-        let reply = try await call(message)
-        return try decode { () throws(WireError) in try reply.record("record") }
+        return try await record(of: message)
+    }
+
+    /// The record a write's reply holds (`payloadText` set).
+    private func record(of message: VarlinkCallMessage) async throws(FerryClientError) -> WireRecord {
+        guard let record = try await callForRecord(message) else { throw .malformedReply(WireError(field: "record", expected: "record")) }
+        return record
     }
 
     /// Writes many records in one transaction (`io.ferry.Store.PutMany`): all of them, or on
@@ -70,8 +74,7 @@ extension FerryClient {
     public func get(space: String? = nil, entity: String, id: String) async throws(FerryClientError) -> WireRecord? {
         var parameters: [String: JSONValue] = ["entity": .string(entity), "id": .string(id)]
         parameters.setIfPresent("space", space.json)
-        let reply = try await call("io.ferry.Store.Get", parameters)
-        return try decode { () throws(WireError) in try reply.optionalRecord("record") }
+        return try await callForRecord(VarlinkCallMessage(method: "io.ferry.Store.Get", parameters: parameters))
     }
 
     /// Deletes a record (`io.ferry.Store.Delete`): writes a tombstone with a new stamp.
@@ -107,8 +110,13 @@ extension FerryClient {
         if includeDeleted { parameters["includeDeleted"] = .bool(true) }
         if let filter, !filter.isEmpty { parameters["where"] = .object(filter) }
         parameters.setIfPresent("order", order.map { .string($0.rawValue) })
-        let reply = try await call("io.ferry.Store.List", parameters)
-        return try decode { () throws(WireError) in try ListPage(json: reply) }
+        let message = VarlinkCallMessage(method: "io.ferry.Store.List", parameters: parameters)
+        let (reply, captured) = try await call(message, capturing: [WireRecord.payloadPath(.key("records"), .anyElement)])
+        return try decode { () throws(WireError) in
+            var page = try ListPage(json: reply)
+            for i in page.records.indices { try page.records[i].resolvePayload(from: captured) }
+            return page
+        }
     }
 
     /// The versions of a record that lost a merge, newest first (`io.ferry.Store.Conflicts`).
@@ -117,10 +125,15 @@ extension FerryClient {
     public func conflicts(space: String? = nil, entity: String, id: String) async throws(FerryClientError) -> [LosingVersion] {
         var parameters: [String: JSONValue] = ["entity": .string(entity), "id": .string(id)]
         parameters.setIfPresent("space", space.json)
-        let reply = try await call("io.ferry.Store.Conflicts", parameters)
+        let message = VarlinkCallMessage(method: "io.ferry.Store.Conflicts", parameters: parameters)
+        let (reply, captured) = try await call(message, capturing: [WireRecord.payloadPath(.key("versions"), .anyElement, .key("record"))])
         return try decode { () throws(WireError) in
             var out: [LosingVersion] = []
-            for version in try reply.objects("versions") { out.append(try LosingVersion(json: version)) }
+            for version in try reply.objects("versions") {
+                var losing = try LosingVersion(json: version)
+                try losing.record.resolvePayload(from: captured)
+                out.append(losing)
+            }
             return out
         }
     }
@@ -135,7 +148,6 @@ extension FerryClient {
                                 hlc: String) async throws(FerryClientError) -> WireRecord {
         var parameters: [String: JSONValue] = ["entity": .string(entity), "id": .string(id), "hlc": .string(hlc)]
         parameters.setIfPresent("space", space.json)
-        let reply = try await call("io.ferry.Store.RestoreConflict", parameters)
-        return try decode { () throws(WireError) in try reply.record("record") }
+        return try await record(of: VarlinkCallMessage(method: "io.ferry.Store.RestoreConflict", parameters: parameters))
     }
 }

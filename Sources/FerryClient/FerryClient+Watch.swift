@@ -54,13 +54,18 @@ extension FerryClient {
         let connection = try open(path)
         defer { connection.close() }
         do {
-            for try await reply in connection.callMore("io.ferry.Store.Watch", parameters) {
-                guard let object = reply.objectValue else {
+            let paths = [WireRecord.payloadPath(.key("record"))]
+            for try await reply in connection.callMore("io.ferry.Store.Watch", parameters, capturing: paths) {
+                guard let object = reply.parameters.objectValue else {
                     throw FerryClientError.malformedReply(WireError(field: "parameters", expected: "object"))
                 }
-                let event: WatchEvent
+                var event: WatchEvent
                 do {
                     event = try WatchEvent(json: object)
+                    if case .change(var record, let cursor) = event {
+                        try record.resolvePayload(from: reply.captured)
+                        event = .change(record, cursor: cursor)
+                    }
                 } catch {
                     throw FerryClientError.malformedReply(error)
                 }

@@ -64,6 +64,32 @@ public final class FerryClient: Sendable {
         try await call(VarlinkCallMessage(method: method, parameters: parameters))
     }
 
+    /// Calls with the objects at `paths` (from the reply's parameters) left as text.
+    func call(_ message: VarlinkCallMessage, capturing paths: [[JSONPathComponent]]) async throws(FerryClientError)
+        -> (parameters: [String: JSONValue], captured: VarlinkCapturedText) {
+        let reply: VarlinkClientReply
+        do {
+            reply = try await varlink.call(message, capturing: paths)
+        } catch {
+            throw FerryClientError(error, socketPath: socketPath)
+        }
+        guard let object = reply.parameters.objectValue else {
+            throw .malformedReply(WireError(field: "parameters", expected: "object"))
+        }
+        return (object, reply.captured)
+    }
+
+    /// Calls a method whose reply holds one record under `"record"`, reading its payload as
+    /// the daemon sent it (`WireRecord.payloadText`); nil when the reply has no record.
+    func callForRecord(_ message: VarlinkCallMessage) async throws(FerryClientError) -> WireRecord? {
+        let (reply, captured) = try await call(message, capturing: [WireRecord.payloadPath(.key("record"))])
+        return try decode { () throws(WireError) -> WireRecord? in
+            guard var record = try reply.optionalRecord("record") else { return nil }
+            try record.resolvePayload(from: captured)
+            return record
+        }
+    }
+
     func call(_ message: VarlinkCallMessage) async throws(FerryClientError) -> [String: JSONValue] {
         let reply: JSONValue
         do {

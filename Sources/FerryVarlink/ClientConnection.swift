@@ -10,6 +10,16 @@ final class ClientConnection: @unchecked Sendable, EventLoopHandler {
     enum Pending {
         case single(CheckedContinuation<Result<JSONValue, VarlinkClientError>, Never>)
         case stream(AsyncThrowingStream<JSONValue, Error>.Continuation)
+        /// A call whose replies leave the objects at `paths` (from the top of the message) as text.
+        case capturing(CheckedContinuation<Result<VarlinkClientReply, VarlinkClientError>, Never>, paths: [[JSONPathComponent]])
+        case capturingStream(AsyncThrowingStream<VarlinkClientReply, Error>.Continuation, paths: [[JSONPathComponent]])
+
+        var capturePaths: [[JSONPathComponent]] {
+            switch self {
+            case .single, .stream: return []
+            case let .capturing(_, paths), let .capturingStream(_, paths): return paths
+            }
+        }
     }
 
     let loop: EventLoop
@@ -104,18 +114,42 @@ final class ClientConnection: @unchecked Sendable, EventLoopHandler {
     }
 
     private func deliver(_ frame: [UInt8]) {
-        let reply: VarlinkReplyMessage
-        do {
-            reply = try VarlinkReplyMessage.decode(frame, limits: jsonLimits)
-        } catch {
-            close(.protocolViolation(error.description))
-            return
-        }
         guard pendingHead < pending.count else {
             close(.protocolViolation("a reply arrived with no call waiting for it"))
             return
         }
-        switch pending[pendingHead] {
+        let waiting = pending[pendingHead]
+        let reply: VarlinkReplyMessage
+        let captures: [JSONCapture]
+        do {
+            (reply, captures) = try VarlinkReplyMessage.decode(frame, limits: jsonLimits, capturing: waiting.capturePaths)
+        } catch {
+            close(.protocolViolation(error.description))
+            return
+        }
+        switch waiting {
+        case let .capturing(continuation, _):
+            if reply.continues {
+                close(.protocolViolation("a reply with \"continues\" answered a call made without \"more\""))
+                return
+            }
+            popPending()
+            if let error = reply.varlinkError {
+                continuation.resume(returning: .failure(.remote(error)))
+            } else {
+                let captured = VarlinkCapturedText(frame: frame, captures: captures, limits: jsonLimits)
+                continuation.resume(returning: .success(VarlinkClientReply(parameters: .object(reply.parameters), captured: captured)))
+            }
+        case let .capturingStream(continuation, _):
+            let captured = VarlinkCapturedText(frame: frame, captures: captures, limits: jsonLimits)
+            if let error = reply.varlinkError {
+                popPending()
+                continuation.finish(throwing: VarlinkClientError.remote(error))
+            } else {
+                if !reply.continues { popPending() }
+                continuation.yield(VarlinkClientReply(parameters: .object(reply.parameters), captured: captured))
+                if !reply.continues { continuation.finish() }
+            }
         case let .single(continuation):
             if reply.continues {
                 close(.protocolViolation("a reply with \"continues\" answered a call made without \"more\""))
@@ -194,6 +228,8 @@ final class ClientConnection: @unchecked Sendable, EventLoopHandler {
             switch entry {
             case let .single(continuation): continuation.resume(returning: .failure(error))
             case let .stream(continuation): continuation.finish(throwing: error)
+            case let .capturing(continuation, _): continuation.resume(returning: .failure(error))
+            case let .capturingStream(continuation, _): continuation.finish(throwing: error)
             }
         }
     }

@@ -73,6 +73,26 @@ public final class VarlinkClient: Sendable {
         return try result.get()
     }
 
+    /// Sends `message` (a plain call) and returns the reply with the objects at `paths` (from
+    /// the reply's parameters, for example `[.key("record"), .key("payload")]`) left as the
+    /// text the service sent, byte for byte (`VarlinkClientReply.captured`). Throws as
+    /// `call(_:_:)`.
+    public func call(
+        _ message: VarlinkCallMessage, capturing paths: [[JSONPathComponent]]
+    ) async throws(VarlinkClientError) -> VarlinkClientReply {
+        let bytes = message.encoded()
+        let connection = self.connection
+        let full = paths.map { [.key("parameters")] + $0 }
+        let result: Result<VarlinkClientReply, VarlinkClientError> = await withCheckedContinuation { continuation in
+            connection.loop.execute {
+                if let error = connection.send(bytes, awaiting: .capturing(continuation, paths: full)) {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get()
+    }
+
     /// Calls `method` with `"more": true` and streams every reply's parameters until the
     /// one without `continues`. An error reply ends the stream by throwing
     /// `VarlinkClientError.remote`.
@@ -93,6 +113,28 @@ public final class VarlinkClient: Sendable {
         }
         connection.loop.execute {
             if let error = connection.send(bytes, awaiting: .stream(continuation)) {
+                continuation.finish(throwing: error)
+            }
+        }
+        return stream
+    }
+
+    /// `callMore` with the objects at `paths` (from each reply's parameters) left as the text
+    /// the service sent, as `call(_:capturing:)`.
+    public func callMore(
+        _ method: String, _ parameters: [String: JSONValue], capturing paths: [[JSONPathComponent]]
+    ) -> AsyncThrowingStream<VarlinkClientReply, Error> {
+        let bytes = VarlinkCallMessage(method: method, parameters: parameters, more: true).encoded()
+        let connection = self.connection
+        let full = paths.map { [.key("parameters")] + $0 }
+        let (stream, continuation) = AsyncThrowingStream<VarlinkClientReply, Error>.makeStream()
+        continuation.onTermination = { termination in
+            if case .cancelled = termination {
+                connection.loop.execute { connection.close() }
+            }
+        }
+        connection.loop.execute {
+            if let error = connection.send(bytes, awaiting: .capturingStream(continuation, paths: full)) {
                 continuation.finish(throwing: error)
             }
         }

@@ -30,17 +30,27 @@ public struct VarlinkReplyMessage: Sendable, Hashable {
     public static func decode(
         _ bytes: [UInt8], limits: JSONLimits = .default
     ) throws(VarlinkMessageError) -> VarlinkReplyMessage {
-        let object = try VarlinkWire.decodeObject(bytes, limits: limits)
+        try decode(bytes, limits: limits, capturing: []).message
+    }
+
+    /// Decodes one framed message (without its NUL), leaving the objects at `paths` (from the
+    /// message's top level, so starting with `parameters`) as text: they stand as
+    /// placeholders in `parameters` (see `JSONCapture`).
+    static func decode(
+        _ bytes: [UInt8], limits: JSONLimits, capturing paths: [[JSONPathComponent]]
+    ) throws(VarlinkMessageError) -> (message: VarlinkReplyMessage, captures: [JSONCapture]) {
+        let (object, captures) = try VarlinkWire.decodeObject(bytes, limits: limits, capturing: paths)
         var error: String?
         switch object["error"] {
         case nil, .null?: error = nil
         case let .string(name)?: error = name
         default: throw .wrongFieldType(field: "error", expected: "a string")
         }
-        return VarlinkReplyMessage(
+        let message = VarlinkReplyMessage(
             parameters: try VarlinkWire.parameters(in: object),
             continues: try VarlinkWire.flag("continues", in: object),
             error: error)
+        return (message, captures)
     }
 
     /// The wire form including the NUL terminator; `continues` is written only when true.

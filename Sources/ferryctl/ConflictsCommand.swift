@@ -26,7 +26,7 @@ enum ConflictsCommand: Command {
                 try await client.restoreConflict(space: context.space, entity: entity, id: id, hlc: hlc)
             }
             if context.json {
-                Output.json(.object(["record": record.json]))
+                Output.json(record: record)
             } else {
                 Output.note("restored the version of \(hlc) as \(record.hlc)")
                 Output.out(Format.recordView(record))
@@ -47,7 +47,13 @@ enum ConflictsCommand: Command {
             }
         }
         if context.json {
-            Output.json(.object(["versions": .array(versions.map(\.json))]))
+            var verbatim = VerbatimJSON()
+            let items: [JSONValue] = versions.map { version in
+                guard case .object(var object) = version.json else { return version.json }
+                object["record"] = verbatim.record(version.record)
+                return .object(object)
+            }
+            Output.json(.object(["versions": .array(items)]), verbatim)
             return
         }
         guard !versions.isEmpty else {

@@ -18,9 +18,7 @@ enum GetCommand: Command {
             try await client.get(space: context.space, entity: entity, id: id)
         }
         if context.json {
-            var reply: [String: JSONValue] = [:]
-            if let record { reply["record"] = record.json }
-            Output.json(.object(reply))
+            if let record { Output.json(record: record) } else { Output.json(.object([:])) }
         }
         guard let record else {
             throw .unknownRecord(entity, id, space: context.space)

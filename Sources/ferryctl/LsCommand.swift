@@ -54,7 +54,10 @@ enum LsCommand: Command {
                                       includeDeleted: includeDeleted, where: filter, order: order)
             }
             if context.json {
-                Output.json(page.json)
+                var verbatim = VerbatimJSON()
+                var object: [String: JSONValue] = ["records": .array(page.records.map { verbatim.record($0) })]
+                if let next = page.next { object["next"] = .string(next) }
+                Output.json(.object(object), verbatim)
             } else if !page.records.isEmpty {
                 var table = Table("ID", "HLC", "DELETED", "PAYLOAD")
                 for record in page.records {

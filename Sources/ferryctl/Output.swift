@@ -27,6 +27,21 @@ enum Output {
         write(1, bytes)
     }
 
+    /// Writes one JSON document on a line of its own, with the payloads `verbatim` marked
+    /// in it written exactly as stored.
+    static func json(_ value: JSONValue, _ verbatim: VerbatimJSON) {
+        var bytes = verbatim.serialize(value)
+        bytes.append(UInt8(ascii: "\n"))
+        write(1, bytes)
+    }
+
+    /// Writes `{"<key>": record}` (the payload exactly as stored) on a line of its own.
+    static func json(record: WireRecord, key: String = "record") {
+        var verbatim = VerbatimJSON()
+        let value = verbatim.record(record)
+        json(.object([key: value]), verbatim)
+    }
+
     /// Writes all of `bytes` to `fd`, retrying after `EINTR` and short writes.
     /// - Returns: false when the write failed (errno is left set).
     @discardableResult
@@ -108,6 +123,7 @@ enum Format {
 
     /// A record's payload as compact JSON, cut to `limit` characters; `-` for a tombstone.
     static func payload(_ record: WireRecord, limit: Int = 60) -> String {
+        if let text = record.payloadText { return truncate(PayloadText.compact(text), to: limit) }
         guard let payload = record.payload else { return "-" }
         return truncate(JSONWriter.string(.object(payload)), to: limit)
     }
@@ -147,7 +163,9 @@ enum Format {
         table.add("seq", String(record.seq))
         table.add("attachments", record.attachments.isEmpty ? "-" : record.attachments.joined(separator: "\n             "))
         var text = table.render()
-        if let payload = record.payload {
+        if let payloadText = record.payloadText {
+            text += "payload      " + PayloadText.pretty(payloadText, indent: "             ") + "\n"
+        } else if let payload = record.payload {
             text += "payload      " + pretty(.object(payload), indent: "             ") + "\n"
         }
         return text

@@ -44,7 +44,7 @@ enum PutCommand: Command {
             throw .local(error.description + "; store it first with 'ferryctl attach FILE'")
         }
         if context.json {
-            Output.json(.object(["record": record.json]))
+            Output.json(record: record)
         } else {
             Output.out(Format.recordView(record))
         }

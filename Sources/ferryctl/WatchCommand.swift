@@ -71,7 +71,13 @@ enum WatchCommand: Command {
         do {
             for try await event in stream {
                 if json {
-                    Output.json(event.json)
+                    if case .change(let record, let cursor) = event {
+                        var verbatim = VerbatimJSON()
+                        let value = verbatim.record(record)
+                        Output.json(.object(["cursor": .int(cursor), "record": value]), verbatim)
+                    } else {
+                        Output.json(event.json)
+                    }
                 } else {
                     switch event {
                     case .started(let cursor):

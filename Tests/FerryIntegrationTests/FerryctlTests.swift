@@ -38,7 +38,8 @@ import Testing
         #expect(listed.status == 0, "\(listed)")
         #expect(listed.lines.count == 4, "header and three records: \(listed)")
         #expect(listed.lines[0].split(separator: " ") == ["ID", "HLC", "DELETED", "PAYLOAD"], "\(listed)")
-        #expect(listed.lines.contains { $0.hasPrefix("N1  ") && $0.hasSuffix(#"{"done":true,"title":"eggs"}"#) }, "\(listed)")
+        // The payload as stored: its key order, without the whitespace between tokens.
+        #expect(listed.lines.contains { $0.hasPrefix("N1  ") && $0.hasSuffix(#"{"title":"eggs","done":true}"#) }, "\(listed)")
 
         let filtered = try ctl.run(["ls", "note", "--where", "done=false", "--json"]).json()
         #expect(filtered["records"]?.arrayValue?.map { $0["id"] } == [.string(id)])
@@ -109,6 +110,29 @@ import Testing
             let reply = try #require(socket.receive())
             #expect(reply.contains(#""payload":"# + expected), "\(id): \(reply)")
         }
+        // And every command shows it as stored: --json outputs byte for byte, the views with
+        // only the whitespace between tokens redone (numbers, strings and key order kept).
+        let tricky = #"{"s": "a, b: {c} [d] \"q\" \\", "n": 1.50, "big": 18446744073709551616, "e": [], "o": {}, "x": [1, {"y": -0}]}"#
+        #expect(try ctl.run(["put", "note", "V4", tricky]).status == 0)
+        let compact = #"{"s":"a, b: {c} [d] \"q\" \\","n":1.50,"big":18446744073709551616,"e":[],"o":{},"x":[1,{"y":-0}]}"#
+        for (arguments, expected) in [(["get", "note", "V1", "--json"], typed), (["put", "note", "V5", typed, "--json"], typed),
+                                      (["get", "note", "V4", "--json"], tricky), (["ls", "note", "--json"], tricky)] {
+            let out = try ctl.run(arguments)
+            #expect(out.status == 0 && out.stdout.contains(#""payload":"# + expected), "\(arguments): \(out)")
+            #expect((try? out.json()) != nil, "\(arguments): still one JSON document: \(out)")
+        }
+        let view = try ctl.run(["get", "note", "V4"])
+        for line in [#"  "s": "a, b: {c} [d] \"q\" \\","#, #"  "n": 1.50,"#, #"  "big": 18446744073709551616,"#, #"  "e": [],"#,
+                     #"  "o": {},"#, #"    1,"#, #"      "y": -0"#] {
+            #expect(view.stdout.contains("             " + line + "\n"), "'\(line)': \(view)")
+        }
+        let table = try ctl.run(["ls", "note"])
+        #expect(table.lines.contains { $0.hasPrefix("V4 ") && $0.hasSuffix(String(compact.prefix(59)) + "…") }, "\(table)")
+        let watch = try ctl.background(["watch", "--since", "0", "--json"])
+        #expect(watch.waitForLines(5), "\(watch.stdout)")
+        watch.interrupt()
+        #expect(watch.stdout.contains(#""payload":"# + tricky), "\(watch.stdout)")
+
         // Still one JSON object, checked before anything is sent.
         let notAnObject = try ctl.run(["put", "note", "V3", "[1]"])
         #expect(notAnObject.status == 2, "\(notAnObject)")

@@ -45,6 +45,9 @@ enum TestInterface {
 
         method Deep(value: object) -> ()
 
+        # Objects numbered 0 to count - 1, the first also on its own.
+        method Objects(count: int) -> (first: ?object, all: []object)
+
         method Shapes(
           items: []Item,
           tags: [string]string,
@@ -140,6 +143,13 @@ enum TestInterface {
                 throw VarlinkError("org.ferry.test.Custom", parameters: ["detail": call["detail"] ?? ""])
             },
             "Deep": VarlinkMethod { _, _ in [:] },
+            "Objects": VarlinkMethod { call, _ in
+                let count = Int(call.parameters["count"]?.intValue ?? 0)
+                let all: [JSONValue] = (0..<count).map { ["i": .int(Int64($0)), "s": .string("{\"i\": \($0)}, [x]")] }
+                var reply: [String: JSONValue] = ["all": .array(all)]
+                if let first = all.first { reply["first"] = first }
+                return reply
+            },
             "Shapes": VarlinkMethod { _, _ in ["ok": true] },
         ]
     }

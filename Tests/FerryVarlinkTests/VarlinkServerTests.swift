@@ -41,6 +41,26 @@ import Testing
         }
     }
 
+    /// A client call with capture paths gets the objects there as the text the server sent,
+    /// each placeholder in the parameters standing for its own object, in arrays too.
+    @Test func clientCapturesObjectsAsSent() async throws {
+        try await withTestServer { server in
+            let client = try server.client()
+            let reply = try await client.call(.test("Objects", ["count": 3]), capturing: [[.key("first")], [.key("all"), .anyElement]])
+            let all = try #require(reply.parameters["all"]?.arrayValue)
+            #expect(all.count == 3)
+            for (i, item) in all.enumerated() {
+                let text = try #require(reply.captured.text(of: item))
+                #expect(try reply.captured.value(of: text) == ["i": .int(Int64(i)), "s": .string("{\"i\": \(i)}, [x]")])
+            }
+            let first = try #require(reply.captured.text(of: reply.parameters["first"]))
+            #expect(Array(first) == Array(try #require(reply.captured.text(of: all[0]))))
+            // Without paths nothing is captured; an empty array has nothing to capture.
+            let plain = try await client.call(.test("Objects", ["count": 0]), capturing: [[.key("all"), .anyElement]])
+            #expect(plain.parameters == ["all": []])
+        }
+    }
+
     @Test func removesTheSocketOnStop() async throws {
         let server = try await TestServer.start()
         await server.server.stop()

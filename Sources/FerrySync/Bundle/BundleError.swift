@@ -11,6 +11,8 @@ public enum BundleError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
+        case .io(let path, let operation, let code) where code == EROFS:
+            "cannot \(operation) \(path): \(String(cString: strerror(code))); \(ReadOnlyPath.advice(path))"
         case .io(let path, let operation, let code):
             "cannot \(operation) \(path): \(String(cString: strerror(code))); check the path and its permissions"
         case .notABundle(let path, let reason): "\(path) is not a Ferry bundle (\(reason)); pass a file written by 'ferryctl export'"

@@ -48,7 +48,8 @@ extension FolderTransport {
         if let when = h.lastLossMillis { details["last-lost-files-ms"] = String(when) }
 
         if let problem = writableProblem() {
-            return TransportStatus(state: "read-only", message: "the folder \(path) is not writable: \(problem); check that it is mounted and writable", details: details)
+            let advice = ReadOnlyPath.isReadOnly(path) ? ReadOnlyPath.advice(path) : "check that it is mounted and writable"
+            return TransportStatus(state: "read-only", message: "the folder \(path) is not writable: \(problem); \(advice)", details: details)
         }
         if let failed = h.compactionError {
             return TransportStatus(state: "compaction-failed", message: failed, details: details)

@@ -250,6 +250,7 @@ public final class FolderTransport: Transport {
         case ENOSPC, EDQUOT: what = "is full"
         default: what = "failed (\(error.call) \(error.path))"
         }
+        if error.code == EROFS { return .unavailable("the folder \(path) \(what): \(error.reason); \(ReadOnlyPath.advice(path))") }
         return .unavailable("the folder \(path) \(what): \(error.reason); check that it is mounted and writable")
     }
 

@@ -228,6 +228,26 @@ import Testing
         }
     }
 
+    /// A state directory that cannot be used says why in the operator's terms (not
+    /// Foundation's), and nothing is created; a missing one is made, 0700.
+    @Test func aStateDirectoryInTheWayIsExplained() throws {
+        let root = NSTemporaryDirectory() + "ferry-statedir-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        FileManager.default.createFile(atPath: root + "/file", contents: Data())
+        for (path, expected) in [(root + "/file", "something other than a directory is in the way"),
+                                 (root + "/file/below", "something other than a directory is in the way")] {
+            var c = RelayConfiguration(environment: [:])
+            try c.apply(text: "[Relay]\nStateDirectory=\(path)")
+            let error = #expect(throws: StateDirectoryError.self) { _ = try RelayBackend.openStorage(c) }
+            #expect(error?.description.contains(expected) == true && error?.description.contains(path) == true, "\(String(describing: error))")
+        }
+        var made = RelayConfiguration(environment: [:])
+        try made.apply(text: "[Relay]\nStateDirectory=\(root)/a/b")
+        _ = try RelayBackend.openStorage(made)
+        #expect(try FileManager.default.attributesOfItem(atPath: root + "/a/b")[.posixPermissions] as? Int == 0o700)
+    }
+
     @Test func configuration() throws {
         var c = RelayConfiguration(environment: ["STATE_DIRECTORY": "/var/lib/ferry-relay"])
         try c.apply(text: """

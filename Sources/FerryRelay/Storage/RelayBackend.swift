@@ -41,8 +41,26 @@ public struct RelayBackend: Sendable {
     /// Stops listening (at shutdown).
     public func close() { wakes?.stop() }
 
+    /// Makes the state directory (0700) when it is missing.
+    /// - Throws: `StateDirectoryError` saying what is in the way.
     private static func createStateDirectory(_ configuration: RelayConfiguration) throws {
-        try FileManager.default.createDirectory(atPath: configuration.stateDirectory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        let path = configuration.stateDirectory
+        var status = stat()
+        if stat(path, &status) == 0 {
+            guard status.st_mode & S_IFMT == S_IFDIR else { throw StateDirectoryError(path: path, errno: ENOTDIR, operation: "use") }
+            guard access(path, R_OK | W_OK | X_OK) == 0 else { throw StateDirectoryError(path: path, errno: errno, operation: "write in") }
+            return
+        }
+        let code = errno
+        guard code == ENOENT else { throw StateDirectoryError(path: path, errno: code, operation: "reach") }
+        // Each missing component in turn, so a failure names the system's reason.
+        var built = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            built += "/" + component
+            if mkdir(built, 0o700) != 0 && errno != EEXIST {
+                throw StateDirectoryError(path: path, errno: errno, operation: "create")
+            }
+        }
+        _ = chmod(path, 0o700)   // mkdir's mode went through the umask
     }
 }

@@ -125,7 +125,9 @@ clean:
 # For one user without root: make install PREFIX=$$HOME/.local USERUNITDIR=$$HOME/.local/share/systemd/user
 # (~/.local/lib/systemd/user is not where the user manager looks).
 # SYSTEM=1 adds the relay: ferry-relay into $(BINDIR), systemd/ferry-relay.service into
-# $(SYSTEMUNITDIR), etc/ferry-relay.conf and docs/relay.openapi.yaml into $(DOCDIR).
+# $(SYSTEMUNITDIR), etc/ferry-relay.conf into $(SYSCONFDIR)/ferry-relay/ (kept if there) and,
+# with docs/relay.openapi.yaml, into $(DOCDIR).
+# System-wide: `make release` as yourself, then `sudo make install` (it does not build as root).
 PREFIX ?= /usr/local
 DESTDIR ?=
 SYSTEM ?=
@@ -134,15 +136,38 @@ USERUNITDIR ?= $(PREFIX)/lib/systemd/user
 SYSTEMUNITDIR ?= $(PREFIX)/lib/systemd/system
 COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 DOCDIR ?= $(PREFIX)/share/doc/ferry
+SYSCONFDIR ?= /etc
 
-.PHONY: install uninstall
+# The binaries `install` copies, built by `make release`: the Swift runtime and Foundation are
+# linked in (--static-swift-stdlib), so installed programs do not depend on where the toolchain
+# lives (a home directory, /opt/swift) or stay tied to its version. Static FoundationNetworking
+# needs libcurl, which the toolchain itself needs (libcurl4); .build/link/libcurl.so points at
+# it, so no -dev package is needed. Its own scratch path keeps it apart from `make bench`.
+RELEASE_DIR ?= .build/install
+RELEASE_BIN := $(RELEASE_DIR)/release
+RELEASE_FLAGS = -c release --static-swift-stdlib --scratch-path $(RELEASE_DIR) -Xlinker -L$(CURDIR)/.build/link
 
+.PHONY: release install uninstall
+
+release: deps
+	@set -euo pipefail; mkdir -p .build/link; \
+	curl="$$(/sbin/ldconfig -p | awk '/libcurl\.so\.4 / { print $$NF; exit }')"; \
+	[ -n "$$curl" ] || { echo "make: libcurl.so.4 not found (Debian package libcurl4, which the Swift toolchain needs)" >&2; exit 1; }; \
+	ln -sfn "$$curl" .build/link/libcurl.so
+	for product in ferryd ferryctl ferry-relay; do $(SWIFT) build $(RELEASE_FLAGS) --product $$product || exit 1; done
+
+# Builds first (as the user running make), except under sudo, which would build as root in
+# the user's tree and whose PATH usually has no swift: then `make release` must have run.
 install: deps
-	$(SWIFT) build $(SWIFTPM_FLAGS) -c release --product ferryd
-	$(SWIFT) build $(SWIFTPM_FLAGS) -c release --product ferryctl
+	@set -euo pipefail; \
+	if [ -z "$${SUDO_USER:-}" ] && command -v $(SWIFT) >/dev/null 2>&1; then \
+	  $(MAKE) --no-print-directory release; \
+	elif [ ! -x "$(RELEASE_BIN)/ferryd" ] || [ ! -x "$(RELEASE_BIN)/ferryctl" ] || [ ! -x "$(RELEASE_BIN)/ferry-relay" ]; then \
+	  echo "make: no release build in $(RELEASE_BIN): run 'make release' as yourself first, then 'sudo make install'" >&2; \
+	  exit 1; \
+	fi
 	install -d -m 0755 "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(USERUNITDIR)" "$(DESTDIR)$(DOCDIR)"
-	bin="$$($(SWIFT) build $(SWIFTPM_FLAGS) -c release --show-bin-path)" && \
-	  install -m 0755 "$$bin/ferryd" "$$bin/ferryctl" "$(DESTDIR)$(BINDIR)/"
+	install -m 0755 "$(RELEASE_BIN)/ferryd" "$(RELEASE_BIN)/ferryctl" "$(DESTDIR)$(BINDIR)/"
 	# The unit names /usr/local/bin/ferryd; point it at this BINDIR (without DESTDIR).
 	sed 's|^ExecStart=/usr/local/bin/ferryd$$|ExecStart=$(BINDIR)/ferryd|' systemd/ferryd.service \
 	  > "$(DESTDIR)$(USERUNITDIR)/ferryd.service"
@@ -154,14 +179,17 @@ install: deps
 	fi
 	install -m 0644 etc/ferryd.conf "$(DESTDIR)$(DOCDIR)/ferryd.conf"
 ifneq ($(SYSTEM),)
-	# The relay: its binary, its system unit (ExecStart pointed at this BINDIR) and an example config.
-	$(SWIFT) build $(SWIFTPM_FLAGS) -c release --product ferry-relay
-	install -d -m 0755 "$(DESTDIR)$(SYSTEMUNITDIR)"
-	bin="$$($(SWIFT) build $(SWIFTPM_FLAGS) -c release --show-bin-path)" && \
-	  install -m 0755 "$$bin/ferry-relay" "$(DESTDIR)$(BINDIR)/"
-	sed 's|^ExecStart=/usr/local/bin/ferry-relay serve$$|ExecStart=$(BINDIR)/ferry-relay serve|' systemd/ferry-relay.service \
+	# The relay: its binary, its system unit (ExecStart and Documentation pointed at this
+	# prefix), its config in $(SYSCONFDIR)/ferry-relay/ unless one is there, and examples.
+	install -d -m 0755 "$(DESTDIR)$(SYSTEMUNITDIR)" "$(DESTDIR)$(SYSCONFDIR)/ferry-relay"
+	install -m 0755 "$(RELEASE_BIN)/ferry-relay" "$(DESTDIR)$(BINDIR)/"
+	sed -e 's|^ExecStart=/usr/local/bin/ferry-relay serve$$|ExecStart=$(BINDIR)/ferry-relay serve|' \
+	    -e 's|file:/usr/local/share/doc/ferry/|file:$(DOCDIR)/|' systemd/ferry-relay.service \
 	  > "$(DESTDIR)$(SYSTEMUNITDIR)/ferry-relay.service"
 	chmod 0644 "$(DESTDIR)$(SYSTEMUNITDIR)/ferry-relay.service"
+	grep -qx 'ExecStart=$(BINDIR)/ferry-relay serve' "$(DESTDIR)$(SYSTEMUNITDIR)/ferry-relay.service"
+	[ -e "$(DESTDIR)$(SYSCONFDIR)/ferry-relay/ferry-relay.conf" ] || \
+	  install -m 0644 etc/ferry-relay.conf "$(DESTDIR)$(SYSCONFDIR)/ferry-relay/ferry-relay.conf"
 	install -m 0644 etc/ferry-relay.conf docs/relay.openapi.yaml "$(DESTDIR)$(DOCDIR)/"
 endif
 

@@ -120,13 +120,15 @@ public enum FerryClientError: Error, Sendable, Hashable, CustomStringConvertible
             return "\(path) is \(found), not ferryd's socket: point --socket or FERRY_SOCKET at the socket ferryd listens on "
                 + "(by default $XDG_RUNTIME_DIR/ferry/ferryd.sock; ferryd's --socket or Socket= in ferryd.conf moves it)"
         case .permissionDenied(let path):
-            return "permission denied on \(path): ferryd admits only the user it runs as (and root); "
+            return "permission denied on \(path): ferryd admits only the user it runs as (and root, unless ferryd runs as "
+                + "the systemd user service, whose sandbox shows root as nobody); "
                 + "run this as that user, or start your own ferryd and point --socket or FERRY_SOCKET at it"
         case .connectionFailed(let path, let reason):
             return "cannot connect to ferryd at \(path): \(reason); check the socket path (--socket or FERRY_SOCKET)"
         case .connectionClosed(let path):
-            return "ferryd at \(path) closed the connection (it may have stopped or restarted): "
-                + "check 'systemctl --user status ferryd', then try again"
+            return "ferryd at \(path) closed the connection (it may have stopped, restarted or failed to start): "
+                + "check 'systemctl --user status ferryd'; once what it reports is fixed, "
+                + "'systemctl --user reset-failed ferryd.socket ferryd.service && systemctl --user restart ferryd.socket', then try again"
         case .remote(let name, let message, _):
             return "\(name): \(message)"
         case .protocolError(let reason):

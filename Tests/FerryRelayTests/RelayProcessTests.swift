@@ -291,6 +291,25 @@ import Testing
         #expect(try relay.call("PATCH", base + "/events", token: token).status == 405)
     }
 
+    /// Behind a trusted reverse proxy, failed pairing attempts count against the client the
+    /// proxy names, not the proxy: one client guessing codes is held back, another pairs.
+    @Test func pairingBehindATrustedProxyLimitsTheClientNotTheProxy() throws {
+        let relay = try RelayHarness(extraConfig: "TrustedProxies=127.0.0.1\n")
+        try relay.start()
+        let owner = TestEnvelopes.owner()
+        let token = try relay.createOwner(hex(owner))
+        let guess = Array(#"{"code":"AAAA-AAAA-AAAA","device":"x"}"#.utf8)
+        for _ in 0..<5 {
+            #expect(try relay.call("POST", "/v1/pair", body: guess, headers: ["X-Forwarded-For: 203.0.113.9"]).status == 401)
+        }
+        #expect(try relay.call("POST", "/v1/pair", body: guess, headers: ["X-Forwarded-For: 203.0.113.9"]).status == 429)
+        let code = try #require(try relay.call("POST", "/v1/owners/\(hex(owner))/pairing-codes", token: token).json["code"] as? String)
+        let paired = try relay.call("POST", "/v1/pair", body: Array(#"{"code":"\#(code)","device":"phone"}"#.utf8),
+                                    headers: ["X-Forwarded-For: 198.51.100.7"])
+        #expect(paired.status == 200, "another client behind the same proxy pairs")
+        #expect(relay.log.contains("remote=203.0.113.9"), "the log names the client: \(relay.log)")
+    }
+
     @Test(arguments: TestBackend.allCases) func tokensPairingAndRights(_ backend: TestBackend) throws {
         let relay = try RelayHarness(backend: backend, extraConfig: "PairingCodeLifetimeSeconds=1\n")
         try relay.start()

@@ -289,6 +289,32 @@ import Testing
         #expect(pg.postgresConnection == "postgresql://ferry@db.example:5433/ferry?sslmode=require")
     }
 
+    /// The client behind a trusted reverse proxy is the rightmost forwarded address that is
+    /// not a trusted proxy; a peer that is no trusted proxy cannot claim another address, and a
+    /// malformed entry is not taken.
+    @Test func clientAddressBehindTrustedProxies() {
+        func head(_ remote: String, _ forwarded: String?) -> HTTPRequestHead {
+            HTTPRequestHead(method: "POST", target: "/v1/pair", remoteAddress: remote, forwardedFor: forwarded)
+        }
+        let proxies: Set<String> = ["127.0.0.1", "10.0.0.2"]
+        #expect(head("127.0.0.1", "203.0.113.9").clientAddress(trusting: proxies) == "203.0.113.9")
+        #expect(head("127.0.0.1", "198.51.100.1, 203.0.113.9").clientAddress(trusting: proxies) == "203.0.113.9", "the left one is the client's to forge")
+        #expect(head("127.0.0.1", "203.0.113.9, 10.0.0.2").clientAddress(trusting: proxies) == "203.0.113.9", "through two proxies")
+        #expect(head("127.0.0.1", "2001:db8::7").clientAddress(trusting: proxies) == "2001:db8::7")
+        #expect(head("192.0.2.5", "203.0.113.9").clientAddress(trusting: proxies) == "192.0.2.5", "not a trusted proxy")
+        #expect(head("127.0.0.1", "203.0.113.9").clientAddress(trusting: []) == "127.0.0.1", "no proxy trusted")
+        #expect(head("127.0.0.1", nil).clientAddress(trusting: proxies) == "127.0.0.1")
+        #expect(head("127.0.0.1", "not-an-address").clientAddress(trusting: proxies) == "127.0.0.1")
+        #expect(head("127.0.0.1", "203.0.113.9, <script>").clientAddress(trusting: proxies) == "127.0.0.1")
+        #expect(head("127.0.0.1", "").clientAddress(trusting: proxies) == "127.0.0.1")
+        var c = RelayConfiguration(environment: [:])
+        #expect(c.trustedProxies.isEmpty)
+        #expect(throws: Never.self) { try c.apply(text: "[Relay]\nTrustedProxies=127.0.0.1 ::1") }
+        #expect(c.trustedProxies == ["127.0.0.1", "::1"])
+        var bad = RelayConfiguration(environment: [:])
+        #expect(throws: RelayConfiguration.Problem.self) { try bad.apply(text: "[Relay]\nTrustedProxies=localhost") }
+    }
+
     @Test func failureRateLimiter() {
         final class Clock: @unchecked Sendable { var t: Int64 = 0 }
         let clock = Clock()

@@ -32,6 +32,9 @@ public struct RelayConfiguration: Sendable, Equatable {
     public var maxConnections = 4096
     public var threads = 2
     public var pairingCodeLifetimeSeconds = 600
+    /// Peer addresses of reverse proxies whose `X-Forwarded-For` names the client (for the
+    /// pairing rate limit and logs); empty: the peer address is the client.
+    public var trustedProxies: Set<String> = []
     public var logLevel: LogLevel = .info
     // [PostgreSQL]
     /// A libpq connection string or URI (`host=... port=... dbname=... user=...`); it may hold
@@ -118,6 +121,12 @@ public struct RelayConfiguration: Sendable, Equatable {
             case ("Relay", "MaxConnections"): maxConnections = Int(try int(16...1_000_000))
             case ("Relay", "Threads"): threads = Int(try int(1...64))
             case ("Relay", "PairingCodeLifetimeSeconds"): pairingCodeLifetimeSeconds = Int(try int(1...86400))
+            case ("Relay", "TrustedProxies"):
+                let addresses = e.value.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init)
+                guard addresses.count <= 64, addresses.allSatisfy(HTTPRequestHead.isAddress) else {
+                    throw fail("expected the IP addresses of reverse proxies, separated by spaces (such as 127.0.0.1 ::1)")
+                }
+                trustedProxies = Set(addresses)
             case ("Relay", "LogLevel"):
                 guard let level = LogLevel(name: e.value) else { throw fail("expected debug, info, notice, warning or error") }
                 logLevel = level

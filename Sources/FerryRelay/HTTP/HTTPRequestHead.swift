@@ -11,17 +11,46 @@ public struct HTTPRequestHead: Sendable, Equatable {
     public var contentLength: Int?
     /// `Content-Type`, if sent.
     public var contentType: String?
-    /// The peer's address, for rate limits and logs.
+    /// The peer's address (a reverse proxy's, behind one).
     public var remoteAddress: String
+    /// `X-Forwarded-For`, if sent: read only from a trusted proxy (`clientAddress`).
+    public var forwardedFor: String?
 
     public init(method: String, target: String, authorization: String? = nil, contentLength: Int? = nil,
-                contentType: String? = nil, remoteAddress: String = "127.0.0.1") {
+                contentType: String? = nil, remoteAddress: String = "127.0.0.1", forwardedFor: String? = nil) {
         self.method = method
         self.target = target
         self.authorization = authorization
         self.contentLength = contentLength
         self.contentType = contentType
         self.remoteAddress = remoteAddress
+        self.forwardedFor = forwardedFor
+    }
+}
+
+extension HTTPRequestHead {
+    /// The client's address, for rate limits and logs: the peer's, unless the peer is one of
+    /// `trustedProxies` and sent `X-Forwarded-For`; then the rightmost address in it that is
+    /// not itself a trusted proxy (what the proxies in front added; anything further left the
+    /// client wrote and could forge). A malformed entry ends the walk at the proxy it came from.
+    public func clientAddress(trusting trustedProxies: Set<String>) -> String {
+        guard trustedProxies.contains(remoteAddress), let forwardedFor, forwardedFor.utf8.count <= 4096 else { return remoteAddress }
+        var client = remoteAddress
+        for entry in forwardedFor.split(separator: ",").reversed() {
+            let address = entry.trimmingCharacters(in: .whitespaces)
+            guard Self.isAddress(address) else { break }
+            client = address
+            if !trustedProxies.contains(address) { break }
+        }
+        return client
+    }
+
+    /// Whether `text` looks like an IPv4 or IPv6 address (digits, hex, dots and colons; at
+    /// most 45 characters): what goes in a rate limiter's key and a log line.
+    public static func isAddress(_ text: String) -> Bool {
+        guard !text.isEmpty, text.utf8.count <= 45 else { return false }
+        return text.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) || ($0 >= 65 && $0 <= 70) || $0 == 46 || $0 == 58 }
+            && (text.contains(".") || text.contains(":"))
     }
 }
 

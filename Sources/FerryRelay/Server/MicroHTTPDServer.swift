@@ -220,7 +220,8 @@ public final class MicroHTTPDServer: @unchecked Sendable {
                 authorization: header(connection, "Authorization"),
                 contentLength: header(connection, "Content-Length").flatMap { Int($0) },
                 contentType: header(connection, "Content-Type"),
-                remoteAddress: remoteAddress(connection))
+                remoteAddress: remoteAddress(connection),
+                forwardedFor: header(connection, "X-Forwarded-For"))
             switch service.prepare(head) {
             case .failure(let error):
                 exchange.route = service.routeName(head)

@@ -153,7 +153,7 @@ public final class RelayService: Sendable {
                 let events = try? storage.totalEvents()
                 return .respond(.text(200, metrics.render(eventsStored: events, longPollers: hub.waitingCount),
                                       contentType: "text/plain; version=0.0.4; charset=utf-8"))
-            case .pair: return .respond(try pair(body: body, remote: request.head.remoteAddress))
+            case .pair: return .respond(try pair(body: body, remote: request.head.clientAddress(trusting: configuration.trustedProxies)))
             case .ownerInfo(let owner): return .respond(try ownerInfo(owner))
             case .deleteOwner(let owner): return .respond(try deleteOwner(owner))
             case .pushEvents(let owner): return .respond(try push(owner, body: body))

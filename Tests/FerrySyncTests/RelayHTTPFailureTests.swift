@@ -119,6 +119,17 @@ import Testing
         return ""
     }
 
+    /// An untrusted certificate, as libcurl words it under whatever code FoundationNetworking
+    /// gives, says so and how to trust a self-signed one; not "check the network".
+    @Test func anUntrustedCertificateSaysHowToTrustIt() {
+        for code in [URLError.Code.unknown, .secureConnectionFailed, .serverCertificateUntrusted] {
+            let error = URLError(code, userInfo: [NSLocalizedDescriptionKey: "SSL certificate problem: self-signed certificate"])
+            let reason = RelayHTTP.reason(error)
+            #expect(reason.hasPrefix("its TLS certificate is not trusted here (SSL certificate problem: self-signed certificate)"), "\(reason)")
+            #expect(reason.contains("update-ca-certificates"), "\(reason)")
+        }
+    }
+
     @Test func aConnectionClosedBeforeAnyAnswerSaysSo() async throws {
         let reason = try await failure(readBytes: 0, body: 0)
         #expect(reason.contains("closed before any answer"), "\(reason)")

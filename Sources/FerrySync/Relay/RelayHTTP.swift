@@ -114,6 +114,11 @@ struct RelayHTTP: Sendable {
         guard let e = error as? URLError else { return "\(error)" }
         let detail = ((e as NSError).userInfo[NSLocalizedDescriptionKey] as? String)?
             .trimmingCharacters(in: .whitespacesAndNewlines).prefix(200)
+        // libcurl's certificate failures come through under other codes on Linux.
+        if let detail, detail.localizedCaseInsensitiveContains("SSL certificate problem")
+            || detail.localizedCaseInsensitiveContains("certificate verify failed") {
+            return untrustedCertificate(String(detail))
+        }
         switch e.code {
         case .timedOut: return "no answer in time"
         case .cannotConnectToHost: return "the connection was refused (is ferry-relay running and listening there?)"
@@ -122,7 +127,7 @@ struct RelayHTTP: Sendable {
         case .notConnectedToInternet: return "this machine has no network"
         case .secureConnectionFailed: return "the TLS handshake failed"
         case .serverCertificateUntrusted, .serverCertificateHasUnknownRoot, .serverCertificateHasBadDate, .serverCertificateNotYetValid:
-            return "its TLS certificate is not trusted here"
+            return untrustedCertificate(detail.map(String.init))
         case .badServerResponse, .cannotParseResponse:
             // libcurl's "Empty reply from server": the connection closed before any answer.
             if detail?.localizedCaseInsensitiveContains("empty reply") == true {
@@ -138,6 +143,14 @@ struct RelayHTTP: Sendable {
             }
             return "the connection failed (network error \(e.code.rawValue))"
         }
+    }
+
+    /// An untrusted relay certificate, with how to trust a self-signed or private one: ferryd
+    /// uses the system's trust store.
+    static func untrustedCertificate(_ detail: String?) -> String {
+        "its TLS certificate is not trusted here" + (detail.map { " (\($0))" } ?? "")
+            + "; for a self-signed or private certificate, add it (or its CA) to this machine's trust store: "
+            + "copy it to /usr/local/share/ca-certificates/NAME.crt and run 'sudo update-ca-certificates', then 'ferryctl sync'"
     }
 
     /// The failure a non-success reply means. `sentToken` tells what a 401 refused: this

@@ -129,50 +129,49 @@ final class ClientConnection: @unchecked Sendable, EventLoopHandler {
         }
         switch waiting {
         case let .capturing(continuation, _):
-            if reply.continues {
-                close(.protocolViolation("a reply with \"continues\" answered a call made without \"more\""))
-                return
-            }
-            popPending()
-            if let error = reply.varlinkError {
-                continuation.resume(returning: .failure(.remote(error)))
-            } else {
-                let captured = VarlinkCapturedText(frame: frame, captures: captures, limits: jsonLimits)
-                continuation.resume(returning: .success(VarlinkClientReply(parameters: .object(reply.parameters), captured: captured)))
+            finish(continuation, reply) {
+                VarlinkClientReply(parameters: .object(reply.parameters),
+                                   captured: VarlinkCapturedText(frame: frame, captures: captures, limits: jsonLimits))
             }
         case let .capturingStream(continuation, _):
-            let captured = VarlinkCapturedText(frame: frame, captures: captures, limits: jsonLimits)
-            if let error = reply.varlinkError {
-                popPending()
-                continuation.finish(throwing: VarlinkClientError.remote(error))
-            } else {
-                if !reply.continues { popPending() }
-                continuation.yield(VarlinkClientReply(parameters: .object(reply.parameters), captured: captured))
-                if !reply.continues { continuation.finish() }
+            stream(continuation, reply) {
+                VarlinkClientReply(parameters: .object(reply.parameters),
+                                   captured: VarlinkCapturedText(frame: frame, captures: captures, limits: jsonLimits))
             }
         case let .single(continuation):
-            if reply.continues {
-                close(.protocolViolation("a reply with \"continues\" answered a call made without \"more\""))
-                return
-            }
-            popPending()
-            if let error = reply.varlinkError {
-                continuation.resume(returning: .failure(.remote(error)))
-            } else {
-                continuation.resume(returning: .success(.object(reply.parameters)))
-            }
+            finish(continuation, reply) { .object(reply.parameters) }
         case let .stream(continuation):
-            if let error = reply.varlinkError {
-                popPending()
-                continuation.finish(throwing: VarlinkClientError.remote(error))
-            } else if reply.continues {
-                continuation.yield(.object(reply.parameters))
-            } else {
-                popPending()
-                continuation.yield(.object(reply.parameters))
-                continuation.finish()
-            }
+            stream(continuation, reply) { .object(reply.parameters) }
         }
+    }
+
+    /// Hands a plain call its reply (`value`, or the error the reply carries); a reply marked
+    /// `continues` breaks the protocol.
+    private func finish<T>(_ continuation: CheckedContinuation<Result<T, VarlinkClientError>, Never>,
+                           _ reply: VarlinkReplyMessage, _ value: () -> T) {
+        if reply.continues {
+            close(.protocolViolation("a reply with \"continues\" answered a call made without \"more\""))
+            return
+        }
+        popPending()
+        if let error = reply.varlinkError {
+            continuation.resume(returning: .failure(.remote(error)))
+        } else {
+            continuation.resume(returning: .success(value()))
+        }
+    }
+
+    /// Hands a `more` call one reply (`value`); the last one, or an error, ends its stream.
+    private func stream<T>(_ continuation: AsyncThrowingStream<T, Error>.Continuation,
+                           _ reply: VarlinkReplyMessage, _ value: () -> T) {
+        if let error = reply.varlinkError {
+            popPending()
+            continuation.finish(throwing: VarlinkClientError.remote(error))
+            return
+        }
+        if !reply.continues { popPending() }
+        continuation.yield(value())
+        if !reply.continues { continuation.finish() }
     }
 
     private func popPending() {

@@ -33,14 +33,8 @@ enum TransportConfiguration {
             guard FileManager.default.fileExists(atPath: location, isDirectory: &isDirectory), isDirectory.boolValue else {
                 throw Problem(parameter: "location", message: "\(location) is not an existing directory: create it (or start the sync tool that provides it) first")
             }
-            // Writable by ferryd, now: a read-only mount, or the sandbox of ferryd's unit, which
-            // leaves only the home writable, would otherwise show only once it syncs.
-            if access(location, W_OK) != 0 {
-                let code = errno
-                let why = String(cString: strerror(code))
-                throw Problem(parameter: "location", message: "ferryd cannot write to \(location) (\(why)); "
-                    + (code == EROFS ? ReadOnlyPath.advice(location) : "give ferryd's user write access to it, or choose another folder"))
-            }
+            // A folder ferryd cannot write is still taken: it reads what the other devices wrote
+            // (a receive-only copy), and its status says it is read-only and how to allow it.
             // Ferry's own directories inside a synced folder (PATH/ferry-v1/<owner>/<device>):
             // a transport there would write a second layout below the first, which no device reads.
             // Through symlinks too: a link to a ferry-v1 directory is inside it all the same.

@@ -213,24 +213,6 @@ import Testing
         #expect(try TransportConfiguration.make(kind: "folder", location: root) == JSONWriter.string(.object(["path": .string(root)])))
     }
 
-    /// A folder ferryd cannot write is refused when it is added, not found out at the first
-    /// sync; on a read-only file system (as the unit's sandbox makes one outside the home) the
-    /// message says how to allow it. A real read-only tmpfs.
-    @Test func aFolderFerrydCannotWriteIsRefusedWithWhatToDo() throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-ro-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        guard mount("tmpfs", root, "tmpfs", UInt(MS_RDONLY), "size=1m") == 0 else {
-            Issue.record("mounting a read-only tmpfs at \(root) failed (errno \(errno)): this test needs root")
-            return
-        }
-        defer { umount2(root, Int32(MNT_DETACH)) }
-        let problem = #expect(throws: TransportConfiguration.Problem.self) { try TransportConfiguration.make(kind: "folder", location: root) }
-        #expect(problem?.parameter == "location")
-        #expect(problem?.message.contains("ferryd cannot write to \(root) (Read-only file system)") == true, "\(String(describing: problem))")
-        #expect(problem?.message.contains("ReadWritePaths=\(root)") == true, "\(String(describing: problem))")
-    }
-
     @Test func transportSectionsAreRead() throws {
         var c = DaemonConfiguration(environment: env)
         try c.apply(configText: """

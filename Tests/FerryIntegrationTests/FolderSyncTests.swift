@@ -353,6 +353,8 @@ import Testing
         })
         let t = try await b.transport()
         #expect((t?.transportMessage ?? t?.lastError ?? "").contains("writable"))
+        // On a read-only file system (as ferryd's unit makes one outside the home) it says how to allow it.
+        #expect((t?.transportMessage ?? t?.lastError ?? "").contains("ReadWritePaths=\(dir.path)"), "\(String(describing: t))")
         _ = try await b.client().put(entity: "note", id: "still-local", payload: ["v": 3])
         #expect(try await b.client().get(entity: "note", id: "still-local") != nil)
         #expect(try await b.client().status().outbox >= 2)

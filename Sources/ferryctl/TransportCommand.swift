@@ -71,6 +71,11 @@ enum TransportCommand: Command {
             } else {
                 Output.line("added \(added.kind) transport \(added.name) to space \(added.space) (\(added.location ?? location)); \(added.pending) record(s) queued for it")
             }
+            // A folder this ferryd can only read still syncs one way (it reads the others' files);
+            // say so now rather than at the first push.
+            if added.transportState == "read-only", let message = added.transportMessage {
+                Output.note("note: \(message)")
+            }
         case "rm", "remove":
             let p = try arguments.positionals(["rm", "NAME"])
             let client = try context.connect()

@@ -295,6 +295,20 @@ import Testing
         #expect(try ctl.run(["transport", "add", "own", "folder", otherFolder]).status == 0)
         let own = try ctl.run(["transport", "rm", "own"])
         #expect(own.status == 0 && own.stdout.hasPrefix("removed transport own"), "one added with ferryctl goes: \(own)")
+        // A folder this ferryd can only read is taken (it reads the other devices' files), and
+        // ferryctl says at once that it is read-only and how to allow it (a real read-only tmpfs).
+        let readOnly = folder + "-ro"
+        try FileManager.default.createDirectory(atPath: readOnly, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: readOnly) }
+        if mount("tmpfs", readOnly, "tmpfs", UInt(MS_RDONLY), "size=1m") == 0 {
+            defer { umount2(readOnly, Int32(MNT_DETACH)) }
+            let added = try ctl.run(["transport", "add", "ro", "folder", readOnly])
+            #expect(added.status == 0 && added.stderr.contains("note: the folder \(readOnly) is not writable")
+                    && added.stderr.contains("ReadWritePaths=\(readOnly)"), "\(added)")
+            #expect(try ctl.run(["transport", "rm", "ro"]).status == 0)
+        } else {
+            Issue.record("mounting a read-only tmpfs at \(readOnly) failed (errno \(errno)): this test needs root")
+        }
 
         // Paused, 'sync' starts nothing and says so.
         #expect(try ctl.run(["sync", "pause"]).status == 0)

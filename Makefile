@@ -151,7 +151,7 @@ RELEASE_FLAGS = -c release --static-swift-stdlib --scratch-path $(RELEASE_DIR) -
 
 release: deps
 	@set -euo pipefail; mkdir -p .build/link; \
-	curl="$$(/sbin/ldconfig -p | awk '/libcurl\.so\.4 / && !found++ { print $$NF }')"; \
+	curl="$$(/sbin/ldconfig -p | awk '/libcurl\.so\.4 \(libc6,/ && !found++ { print $$NF }')"; \
 	[ -n "$$curl" ] || { echo "make: libcurl.so.4 not found (Debian package libcurl4, which the Swift toolchain needs)" >&2; exit 1; }; \
 	ln -sfn "$$curl" .build/link/libcurl.so
 	for product in ferryd ferryctl ferry-relay; do $(SWIFT) build $(RELEASE_FLAGS) --product $$product || exit 1; done

@@ -122,16 +122,26 @@ extension Store {
     }
 
     /// Removes attachments nothing references once their grace period is over, files left by
-    /// interrupted writes, and (with `orphanFiles`) files the store has no row for.
+    /// interrupted writes, and (with `orphanFiles`) files the store has no row for. A failed
+    /// database sweep (a full disk) does not stop the file passes, which need no space and free
+    /// some; it is thrown after them.
     public func sweepAttachments(orphanFiles: Bool = false) throws(FerryError) {
         let root = configuration.attachmentsPath
-        let removed: [String] = try write("sweeping attachments") { writer in
-            let removed = try writer.unreferencedAttachments(among: nil)
-            writer.whenCommitted { for sha in removed { AttachmentFiles.remove(sha, root: root) } }
-            return removed
+        var failure: FerryError?
+        do {
+            _ = try write("sweeping attachments") { writer in
+                let removed = try writer.unreferencedAttachments(among: nil)
+                writer.whenCommitted { for sha in removed { AttachmentFiles.remove(sha, root: root) } }
+                return removed
+            }
+        } catch {
+            // On a full disk this write fails; the file passes below need no space and free some.
+            failure = error
         }
-        _ = removed
-        guard orphanFiles else { return }
+        guard orphanFiles else {
+            if let failure { throw failure }
+            return
+        }
         AttachmentFiles.clearTemporary(root: root)
         let known: Set<String> = try read("listing attachments") { db in
             var set = Set<String>()
@@ -142,5 +152,6 @@ extension Store {
         for sha in AttachmentFiles.listAll(root: root) where !known.contains(sha) {
             AttachmentFiles.remove(sha, root: root)
         }
+        if let failure { throw failure }
     }
 }

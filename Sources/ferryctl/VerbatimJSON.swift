@@ -1,9 +1,10 @@
 import FerryAPI
 import FerryJSON
 
-/// `--json` output that carries records' payloads exactly as stored: `record(_:)` puts a
-/// marker string where a payload goes, and `serialize(_:)` writes each payload's text in its
-/// marker's place. A marker holds a NUL and a random tag, so no other string in the output
+/// `--json` output that carries records' payloads as stored: `record(_:)` puts a marker string
+/// where a payload goes, and `serialize(_:)` writes each payload's text in its marker's place,
+/// every token as stored, only the whitespace between tokens dropped (`PayloadText.compact`), so
+/// that each document stays on one line. A marker holds a NUL and a random tag, so no other string in the output
 /// (names, stamps, messages) can look like one.
 struct VerbatimJSON {
     private static let tag = "\u{0}ferryctl-payload-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))-"
@@ -17,7 +18,7 @@ struct VerbatimJSON {
     mutating func record(_ record: WireRecord) -> JSONValue {
         guard let text = record.payloadText, case .object(var object) = record.json else { return record.json }
         object["payload"] = .string(Self.tag + String(texts.count))
-        texts.append(text)
+        texts.append(PayloadText.compact(text))
         return .object(object)
     }
 

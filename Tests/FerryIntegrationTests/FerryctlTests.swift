@@ -110,16 +110,20 @@ import Testing
             let reply = try #require(socket.receive())
             #expect(reply.contains(#""payload":"# + expected), "\(id): \(reply)")
         }
-        // And every command shows it as stored: --json outputs byte for byte, the views with
-        // only the whitespace between tokens redone (numbers, strings and key order kept).
+        // And every command shows it as stored: every token (numbers, strings, key order) as
+        // stored, only the whitespace between tokens redone: none in --json (one document a
+        // line), indented in the record view.
         let tricky = #"{"s": "a, b: {c} [d] \"q\" \\", "n": 1.50, "big": 18446744073709551616, "e": [], "o": {}, "x": [1, {"y": -0}]}"#
         #expect(try ctl.run(["put", "note", "V4", tricky]).status == 0)
         let compact = #"{"s":"a, b: {c} [d] \"q\" \\","n":1.50,"big":18446744073709551616,"e":[],"o":{},"x":[1,{"y":-0}]}"#
-        for (arguments, expected) in [(["get", "note", "V1", "--json"], typed), (["put", "note", "V5", typed, "--json"], typed),
-                                      (["get", "note", "V4", "--json"], tricky), (["ls", "note", "--json"], tricky)] {
+        let typedCompact = #"{"b":1.50,"a":18446744073709551615,"e":1E2,"z":-0,"n":{"x":[1,2.0]}}"#
+        #expect(try ctl.run(["put", "note", "V6", "-"], stdin: "{\n  \"lines\": [\n    1,\n    2\n  ]\n}\n").status == 0)
+        for (arguments, expected) in [(["get", "note", "V1", "--json"], typedCompact), (["put", "note", "V5", typed, "--json"], typedCompact),
+                                      (["get", "note", "V4", "--json"], compact), (["ls", "note", "--json"], compact),
+                                      (["get", "note", "V6", "--json"], #"{"lines":[1,2]}"#)] {
             let out = try ctl.run(arguments)
             #expect(out.status == 0 && out.stdout.contains(#""payload":"# + expected), "\(arguments): \(out)")
-            #expect((try? out.json()) != nil, "\(arguments): still one JSON document: \(out)")
+            #expect((try? out.json()) != nil && out.lines.count == 1, "\(arguments): one JSON document on one line: \(out)")
         }
         let view = try ctl.run(["get", "note", "V4"])
         for line in [#"  "s": "a, b: {c} [d] \"q\" \\","#, #"  "n": 1.50,"#, #"  "big": 18446744073709551616,"#, #"  "e": [],"#,
@@ -129,9 +133,9 @@ import Testing
         let table = try ctl.run(["ls", "note"])
         #expect(table.lines.contains { $0.hasPrefix("V4 ") && $0.hasSuffix(String(compact.prefix(59)) + "…") }, "\(table)")
         let watch = try ctl.background(["watch", "--since", "0", "--json"])
-        #expect(watch.waitForLines(5), "\(watch.stdout)")
+        #expect(watch.waitForLines(6), "\(watch.stdout)")
         watch.interrupt()
-        #expect(watch.stdout.contains(#""payload":"# + tricky), "\(watch.stdout)")
+        #expect(watch.stdout.contains(#""payload":"# + compact), "\(watch.stdout)")
 
         // Still one JSON object, checked before anything is sent.
         let notAnObject = try ctl.run(["put", "note", "V3", "[1]"])

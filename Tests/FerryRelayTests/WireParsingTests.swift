@@ -307,10 +307,13 @@ import Testing
         #expect(head("127.0.0.1", "not-an-address").clientAddress(trusting: proxies) == "127.0.0.1")
         #expect(head("127.0.0.1", "203.0.113.9, <script>").clientAddress(trusting: proxies) == "127.0.0.1")
         #expect(head("127.0.0.1", "").clientAddress(trusting: proxies) == "127.0.0.1")
+        // A relay on [::] sees IPv4 peers mapped into IPv6; spellings differ in case.
+        #expect(head("::ffff:127.0.0.1", "203.0.113.9").clientAddress(trusting: proxies) == "203.0.113.9")
+        #expect(head("2001:DB8::1", "203.0.113.9").clientAddress(trusting: ["2001:db8::1"]) == "203.0.113.9")
         var c = RelayConfiguration(environment: [:])
         #expect(c.trustedProxies.isEmpty)
-        #expect(throws: Never.self) { try c.apply(text: "[Relay]\nTrustedProxies=127.0.0.1 ::1") }
-        #expect(c.trustedProxies == ["127.0.0.1", "::1"])
+        #expect(throws: Never.self) { try c.apply(text: "[Relay]\nTrustedProxies=127.0.0.1 ::1 2001:DB8::1") }
+        #expect(c.trustedProxies == ["127.0.0.1", "::1", "2001:db8::1"])
         var bad = RelayConfiguration(environment: [:])
         #expect(throws: RelayConfiguration.Problem.self) { try bad.apply(text: "[Relay]\nTrustedProxies=localhost") }
     }

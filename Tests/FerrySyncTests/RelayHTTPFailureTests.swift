@@ -130,6 +130,13 @@ import Testing
         }
     }
 
+    /// An expired certificate is not a trust-store matter: it says so.
+    @Test func anExpiredCertificateSaysItIsOutOfDate() {
+        let error = URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "SSL certificate problem: certificate has expired"])
+        let reason = RelayHTTP.reason(error)
+        #expect(reason.contains("out of its validity dates") && !reason.contains("update-ca-certificates"), "\(reason)")
+    }
+
     @Test func aConnectionClosedBeforeAnyAnswerSaysSo() async throws {
         let reason = try await failure(readBytes: 0, body: 0)
         #expect(reason.contains("closed before any answer"), "\(reason)")

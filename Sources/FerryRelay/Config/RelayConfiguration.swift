@@ -126,7 +126,7 @@ public struct RelayConfiguration: Sendable, Equatable {
                 guard addresses.count <= 64, addresses.allSatisfy(HTTPRequestHead.isAddress) else {
                     throw fail("expected the IP addresses of reverse proxies, separated by spaces (such as 127.0.0.1 ::1)")
                 }
-                trustedProxies = Set(addresses)
+                trustedProxies = Set(addresses.map(HTTPRequestHead.normalized))
             case ("Relay", "LogLevel"):
                 guard let level = LogLevel(name: e.value) else { throw fail("expected debug, info, notice, warning or error") }
                 logLevel = level

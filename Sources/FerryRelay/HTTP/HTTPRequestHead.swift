@@ -34,15 +34,25 @@ extension HTTPRequestHead {
     /// not itself a trusted proxy (what the proxies in front added; anything further left the
     /// client wrote and could forge). A malformed entry ends the walk at the proxy it came from.
     public func clientAddress(trusting trustedProxies: Set<String>) -> String {
-        guard trustedProxies.contains(remoteAddress), let forwardedFor, forwardedFor.utf8.count <= 4096 else { return remoteAddress }
-        var client = remoteAddress
+        let peer = Self.normalized(remoteAddress)
+        guard trustedProxies.contains(peer), let forwardedFor, forwardedFor.utf8.count <= 4096 else { return peer }
+        var client = peer
         for entry in forwardedFor.split(separator: ",").reversed() {
-            let address = entry.trimmingCharacters(in: .whitespaces)
+            let address = Self.normalized(entry.trimmingCharacters(in: .whitespaces))
             guard Self.isAddress(address) else { break }
             client = address
             if !trustedProxies.contains(address) { break }
         }
         return client
+    }
+
+    /// One spelling per address, so that a configured proxy matches however the peer shows up:
+    /// lowercase, and an IPv4 address mapped into IPv6 (`::ffff:127.0.0.1`, a relay listening
+    /// on `[::]`) as plain IPv4.
+    public static func normalized(_ address: String) -> String {
+        let lower = address.lowercased()
+        if lower.hasPrefix("::ffff:"), lower.dropFirst(7).contains(".") { return String(lower.dropFirst(7)) }
+        return lower
     }
 
     /// Whether `text` looks like an IPv4 or IPv6 address (digits, hex, dots and colons; at

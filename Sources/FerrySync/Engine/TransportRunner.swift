@@ -613,7 +613,7 @@ final class TransportRunner: Sendable {
         if wanted.isEmpty { return false }
         let winners = try await versionsThatCanWin(wanted.map(\.version), among: versions)
         var waitingFor: String?
-        var gaveUp = false
+        var givenUp: [(sha: String, owner: String)] = []
         for (index, (version, shas)) in wanted.enumerated() where winners.contains(index) {
             for sha in shas where store.attachmentPath(sha) == nil {
                 // A blob refused (a torn copy a sync tool is still writing, or damaged) is waited
@@ -633,13 +633,18 @@ final class TransportRunner: Sendable {
                     if waitingFor == nil { waitingFor = sha }
                     continue
                 }
-                log(.warning, "\(info.name): attachment \(sha.prefix(12))… of \(version.entity)/\(version.id) did not arrive; "
-                    + "applying the record without it (it is looked for again later)", fields)
-                gaveUp = true
+                givenUp.append((sha, "\(version.entity)/\(version.id)"))
             }
         }
         if let waitingFor { throw .waitingForAttachment(waitingFor) }
-        return gaveUp
+        // Said once, when the page is applied (not at each retry while another blob is awaited).
+        for (sha, owner) in givenUp {
+            log(.warning, "\(info.name): attachment \(sha.prefix(12))… of \(owner) did not arrive; "
+                + "applying the record without it (it is looked for again later)", fields)
+        }
+        // Versions that cannot win are applied without their attachments too (as losing
+        // versions, which RestoreConflict may bring back): the missing-attachments loop looks.
+        return !givenUp.isEmpty || winners.count < wanted.count
     }
 
     /// The indexes of `candidates` that can become current: no later version of the same

@@ -115,6 +115,10 @@ struct RelayHTTP: Sendable {
         let detail = ((e as NSError).userInfo[NSLocalizedDescriptionKey] as? String)?
             .trimmingCharacters(in: .whitespacesAndNewlines).prefix(200)
         // libcurl's certificate failures come through under other codes on Linux.
+        if let detail, detail.localizedCaseInsensitiveContains("certificate has expired")
+            || detail.localizedCaseInsensitiveContains("certificate is not yet valid") {
+            return "its TLS certificate is out of its validity dates (\(detail)); the relay's operator must renew it, or check this machine's clock"
+        }
         if let detail, detail.localizedCaseInsensitiveContains("SSL certificate problem")
             || detail.localizedCaseInsensitiveContains("certificate verify failed") {
             return untrustedCertificate(String(detail))

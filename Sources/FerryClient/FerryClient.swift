@@ -91,16 +91,7 @@ public final class FerryClient: Sendable {
     }
 
     func call(_ message: VarlinkCallMessage) async throws(FerryClientError) -> [String: JSONValue] {
-        let reply: JSONValue
-        do {
-            reply = try await varlink.call(message)
-        } catch {
-            throw FerryClientError(error, socketPath: socketPath)
-        }
-        guard let object = reply.objectValue else {
-            throw .malformedReply(WireError(field: "parameters", expected: "object"))
-        }
-        return object
+        try await call(message, capturing: []).parameters
     }
 
     /// Runs `decode` on a reply, turning a `WireError` into `.malformedReply`.

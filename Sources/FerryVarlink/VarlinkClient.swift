@@ -61,16 +61,7 @@ public final class VarlinkClient: Sendable {
     /// Sends `message` (a plain call: its `oneway` and `more` must be false) and returns the
     /// reply's parameters, as `call(_:_:)`.
     public func call(_ message: VarlinkCallMessage) async throws(VarlinkClientError) -> JSONValue {
-        let bytes = message.encoded()
-        let connection = self.connection
-        let result: Result<JSONValue, VarlinkClientError> = await withCheckedContinuation { continuation in
-            connection.loop.execute {
-                if let error = connection.send(bytes, awaiting: .single(continuation)) {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-        }
-        return try result.get()
+        try await send(message.encoded()) { .single($0) }
     }
 
     /// Sends `message` (a plain call) and returns the reply with the objects at `paths` (from
@@ -80,17 +71,47 @@ public final class VarlinkClient: Sendable {
     public func call(
         _ message: VarlinkCallMessage, capturing paths: [[JSONPathComponent]]
     ) async throws(VarlinkClientError) -> VarlinkClientReply {
-        let bytes = message.encoded()
-        let connection = self.connection
         let full = paths.map { [.key("parameters")] + $0 }
-        let result: Result<VarlinkClientReply, VarlinkClientError> = await withCheckedContinuation { continuation in
+        return try await send(message.encoded()) { .capturing($0, paths: full) }
+    }
+
+    /// Queues a call's `bytes` on the loop and waits for its one reply, handed over through
+    /// the `Pending` that `awaiting` makes of the continuation.
+    private func send<T: Sendable>(
+        _ bytes: [UInt8],
+        awaiting: @escaping @Sendable (CheckedContinuation<Result<T, VarlinkClientError>, Never>) -> ClientConnection.Pending
+    ) async throws(VarlinkClientError) -> T {
+        let connection = self.connection
+        let result: Result<T, VarlinkClientError> = await withCheckedContinuation { continuation in
             connection.loop.execute {
-                if let error = connection.send(bytes, awaiting: .capturing(continuation, paths: full)) {
+                if let error = connection.send(bytes, awaiting: awaiting(continuation)) {
                     continuation.resume(returning: .failure(error))
                 }
             }
         }
         return try result.get()
+    }
+
+    /// Queues a `more` call's `bytes` and returns the stream of its replies, handed over
+    /// through the `Pending` that `awaiting` makes of the stream's continuation. Ending the
+    /// stream early closes the connection.
+    private func openStream<T: Sendable>(
+        _ bytes: [UInt8],
+        awaiting: @escaping @Sendable (AsyncThrowingStream<T, Error>.Continuation) -> ClientConnection.Pending
+    ) -> AsyncThrowingStream<T, Error> {
+        let connection = self.connection
+        let (stream, continuation) = AsyncThrowingStream<T, Error>.makeStream()
+        continuation.onTermination = { termination in
+            if case .cancelled = termination {
+                connection.loop.execute { connection.close() }
+            }
+        }
+        connection.loop.execute {
+            if let error = connection.send(bytes, awaiting: awaiting(continuation)) {
+                continuation.finish(throwing: error)
+            }
+        }
+        return stream
     }
 
     /// Calls `method` with `"more": true` and streams every reply's parameters until the
@@ -103,20 +124,7 @@ public final class VarlinkClient: Sendable {
     public func callMore(
         _ method: String, _ parameters: [String: JSONValue] = [:]
     ) -> AsyncThrowingStream<JSONValue, Error> {
-        let bytes = VarlinkCallMessage(method: method, parameters: parameters, more: true).encoded()
-        let connection = self.connection
-        let (stream, continuation) = AsyncThrowingStream<JSONValue, Error>.makeStream()
-        continuation.onTermination = { termination in
-            if case .cancelled = termination {
-                connection.loop.execute { connection.close() }
-            }
-        }
-        connection.loop.execute {
-            if let error = connection.send(bytes, awaiting: .stream(continuation)) {
-                continuation.finish(throwing: error)
-            }
-        }
-        return stream
+        openStream(VarlinkCallMessage(method: method, parameters: parameters, more: true).encoded()) { .stream($0) }
     }
 
     /// `callMore` with the objects at `paths` (from each reply's parameters) left as the text
@@ -124,21 +132,10 @@ public final class VarlinkClient: Sendable {
     public func callMore(
         _ method: String, _ parameters: [String: JSONValue], capturing paths: [[JSONPathComponent]]
     ) -> AsyncThrowingStream<VarlinkClientReply, Error> {
-        let bytes = VarlinkCallMessage(method: method, parameters: parameters, more: true).encoded()
-        let connection = self.connection
         let full = paths.map { [.key("parameters")] + $0 }
-        let (stream, continuation) = AsyncThrowingStream<VarlinkClientReply, Error>.makeStream()
-        continuation.onTermination = { termination in
-            if case .cancelled = termination {
-                connection.loop.execute { connection.close() }
-            }
+        return openStream(VarlinkCallMessage(method: method, parameters: parameters, more: true).encoded()) {
+            .capturingStream($0, paths: full)
         }
-        connection.loop.execute {
-            if let error = connection.send(bytes, awaiting: .capturingStream(continuation, paths: full)) {
-                continuation.finish(throwing: error)
-            }
-        }
-        return stream
     }
 
     /// Sends a `oneway` call: the service runs it and sends no reply. Returns once the

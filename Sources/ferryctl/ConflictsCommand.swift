@@ -48,11 +48,7 @@ enum ConflictsCommand: Command {
         }
         if context.json {
             var verbatim = VerbatimJSON()
-            let items: [JSONValue] = versions.map { version in
-                guard case .object(var object) = version.json else { return version.json }
-                object["record"] = verbatim.record(version.record)
-                return .object(object)
-            }
+            let items = versions.map { verbatim.replacingRecord(in: $0.json, with: $0.record) }
             Output.json(.object(["versions": .array(items)]), verbatim)
             return
         }

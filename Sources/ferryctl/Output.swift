@@ -20,26 +20,18 @@ enum Output {
         write(2, Array((text + "\n").utf8))
     }
 
-    /// Writes one JSON document on a line of its own (the `--json` form).
-    static func json(_ value: JSONValue) {
-        var bytes = JSONWriter.serialize(value)
-        bytes.append(UInt8(ascii: "\n"))
-        write(1, bytes)
-    }
-
-    /// Writes one JSON document on a line of its own, with the payloads `verbatim` marked
-    /// in it written exactly as stored.
-    static func json(_ value: JSONValue, _ verbatim: VerbatimJSON) {
+    /// Writes one JSON document on a line of its own (the `--json` form), with the payloads
+    /// `verbatim` marked in it as stored.
+    static func json(_ value: JSONValue, _ verbatim: VerbatimJSON = VerbatimJSON()) {
         var bytes = verbatim.serialize(value)
         bytes.append(UInt8(ascii: "\n"))
         write(1, bytes)
     }
 
-    /// Writes `{"<key>": record}` (the payload exactly as stored) on a line of its own.
-    static func json(record: WireRecord, key: String = "record") {
+    /// Writes `{"record": record}` (the payload as stored) on a line of its own.
+    static func json(record: WireRecord) {
         var verbatim = VerbatimJSON()
-        let value = verbatim.record(record)
-        json(.object([key: value]), verbatim)
+        json(.object(["record": verbatim.record(record)]), verbatim)
     }
 
     /// Writes all of `bytes` to `fd`, retrying after `EINTR` and short writes.
@@ -123,9 +115,14 @@ enum Format {
 
     /// A record's payload as compact JSON, cut to `limit` characters; `-` for a tombstone.
     static func payload(_ record: WireRecord, limit: Int = 60) -> String {
-        if let text = record.payloadText { return truncate(PayloadText.compact(text), to: limit) }
-        guard let payload = record.payload else { return "-" }
-        return truncate(JSONWriter.string(.object(payload)), to: limit)
+        guard let text = payloadText(record) else { return "-" }
+        return truncate(PayloadText.compact(text), to: limit)
+    }
+
+    /// A record's payload as JSON text: as stored when the record was read with it, else
+    /// written from its value; nil for a tombstone.
+    private static func payloadText(_ record: WireRecord) -> String? {
+        record.payloadText ?? record.payload.map { JSONWriter.string(.object($0)) }
     }
 
     /// Unix milliseconds as UTC time, `2025-01-31 17:04:05Z`; `-` for nil.
@@ -163,29 +160,9 @@ enum Format {
         table.add("seq", String(record.seq))
         table.add("attachments", record.attachments.isEmpty ? "-" : record.attachments.joined(separator: "\n             "))
         var text = table.render()
-        if let payloadText = record.payloadText {
-            text += "payload      " + PayloadText.pretty(payloadText, indent: "             ") + "\n"
-        } else if let payload = record.payload {
-            text += "payload      " + pretty(.object(payload), indent: "             ") + "\n"
+        if let payload = payloadText(record) {
+            text += "payload      " + PayloadText.pretty(payload, indent: "             ") + "\n"
         }
         return text
-    }
-
-    /// `value` as indented JSON; continuation lines start with `indent`.
-    static func pretty(_ value: JSONValue, indent: String = "") -> String {
-        switch value {
-        case .object(let members) where !members.isEmpty:
-            let inner = indent + "  "
-            let body = members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map { key, member in
-                inner + JSONWriter.string(.string(key)) + ": " + pretty(member, indent: inner)
-            }
-            return "{\n" + body.joined(separator: ",\n") + "\n" + indent + "}"
-        case .array(let elements) where !elements.isEmpty:
-            let inner = indent + "  "
-            let body = elements.map { inner + pretty($0, indent: inner) }
-            return "[\n" + body.joined(separator: ",\n") + "\n" + indent + "]"
-        default:
-            return JSONWriter.string(value)
-        }
     }
 }

@@ -22,6 +22,13 @@ struct VerbatimJSON {
         return .object(object)
     }
 
+    /// `document` (an object) with its `record` member as `record(_:)` gives it.
+    mutating func replacingRecord(in document: JSONValue, with record: WireRecord) -> JSONValue {
+        guard case .object(var object) = document else { return document }
+        object["record"] = self.record(record)
+        return .object(object)
+    }
+
     /// `value` as JSON with every marker replaced by its payload's text.
     func serialize(_ value: JSONValue) -> [UInt8] {
         let bytes = JSONWriter.serialize(value)

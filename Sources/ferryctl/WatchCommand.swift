@@ -71,13 +71,9 @@ enum WatchCommand: Command {
         do {
             for try await event in stream {
                 if json {
-                    if case .change(let record, let cursor) = event {
-                        var verbatim = VerbatimJSON()
-                        let value = verbatim.record(record)
-                        Output.json(.object(["cursor": .int(cursor), "record": value]), verbatim)
-                    } else {
-                        Output.json(event.json)
-                    }
+                    var verbatim = VerbatimJSON()
+                    let document = event.record.map { verbatim.replacingRecord(in: event.json, with: $0) } ?? event.json
+                    Output.json(document, verbatim)
                 } else {
                     switch event {
                     case .started(let cursor):

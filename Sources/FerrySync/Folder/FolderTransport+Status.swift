@@ -47,9 +47,10 @@ extension FolderTransport {
         if let lost = h.lastLoss { details["last-lost-files"] = lost }
         if let when = h.lastLossMillis { details["last-lost-files-ms"] = String(when) }
 
-        if let problem = writableProblem() {
-            let advice = ReadOnlyPath.isReadOnly(path) ? ReadOnlyPath.advice(path) : "check that it is mounted and writable"
-            return TransportStatus(state: "read-only", message: "the folder \(path) is not writable: \(problem); \(advice)", details: details)
+        if let code = writableProblem() {
+            let advice = code == EROFS ? ReadOnlyPath.advice(path) : "check that it is mounted and writable"
+            return TransportStatus(state: "read-only", message: "the folder \(path) is not writable: \(String(cString: strerror(code))); \(advice)",
+                                   details: details)
         }
         if let failed = h.compactionError {
             return TransportStatus(state: "compaction-failed", message: failed, details: details)
@@ -64,13 +65,13 @@ extension FolderTransport {
                 + "header says, the oldest \(file) for \(minutes) min: the records in the missing part wait for it; check that the "
                 + "sync tool is running and has room to finish the file on this machine", details: details)
         }
-                if let when = h.otherWriterMillis, options.wallClock() - when < Self.corruptFramesWindowMillis {
+        if let when = h.otherWriterMillis, options.wallClock() - when < Self.corruptFramesWindowMillis {
             return TransportStatus(state: "duplicate-device", message: "\(h.otherWriter ?? "another installation writes as this device"): "
                 + "a copy of this device (a cloned machine, or a state directory copied on this machine) runs too, and the two reach "
                 + "each other's writes only when one finds a file name taken; give each machine its own /etc/machine-id (systemd-machine-id-setup) "
                 + "and restart ferryd there, or remove the copy's state directory, so that each writes as a device of its own", details: details)
         }
-                // A damaged frame is skipped once; its record comes again in a later segment or snapshot
+        // A damaged frame is skipped once; its record comes again in a later segment or snapshot
         // of its writer. So it is what is wrong for a while, not for the life of the process.
         if let when = h.lastCorruptMillis, options.wallClock() - when < Self.corruptFramesWindowMillis {
             return TransportStatus(state: "corrupt-frames", message: "\(h.corruptFrames) damaged frame(s) or odd file(s) skipped since ferryd started "
@@ -86,13 +87,14 @@ extension FolderTransport {
     /// after another installation was seen, `duplicate-device`).
     static let corruptFramesWindowMillis: Int64 = 3_600_000
 
-    /// Why this device cannot write into its directory, or nil. `access` alone would let root
-    /// pass on a read-only mount, so the mount flag is checked too.
-    private func writableProblem() -> String? {
+    /// Why this device cannot write into its directory (an errno: `EROFS` for a read-only
+    /// mount), or nil. `access` alone would let root pass on a read-only mount, so the mount
+    /// flag is checked too.
+    private func writableProblem() -> Int32? {
         let target = (try? FolderIO.kind(of: ownDirectory)) ?? nil != nil ? ownDirectory : path
         var vfs = statvfs()
-        if statvfs(target, &vfs) == 0 && vfs.f_flag & UInt(ST_RDONLY) != 0 { return String(cString: strerror(EROFS)) }
-        if access(target, W_OK) != 0 { return String(cString: strerror(errno)) }
+        if statvfs(target, &vfs) == 0 && vfs.f_flag & UInt(ST_RDONLY) != 0 { return EROFS }
+        if access(target, W_OK) != 0 { return errno }
         return nil
     }
 }

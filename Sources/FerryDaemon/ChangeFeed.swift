@@ -167,14 +167,26 @@ final class ChangeFeed: Sendable {
                     entry.end.resume(returning: .fellBehind(cursor: entry.cursor))
                     continue
                 }
-                for item in s.items[lo...] {
-                    if (entry.spaces?.contains(item.space) ?? true) && (entry.entities?.contains(item.entity) ?? true) {
-                        if let error = entry.sink.sendNow(item.reply) {
-                            if case .peerTooSlow = error { ended = .fellBehind(cursor: cursor) } else { ended = .gone(cursor: cursor) }
-                            break
-                        }
+                // The watcher's changes go to its connection together; `seqs[k]` is the
+                // position reached once reply k is sent (past the changes it filters out).
+                var replies: [VarlinkEncodedReply] = []
+                var seqs: [Int64] = []
+                let everything = entry.spaces == nil && entry.entities == nil
+                if everything { replies.reserveCapacity(s.items.count - lo); seqs.reserveCapacity(s.items.count - lo) }
+                for i in lo..<s.items.count {
+                    if everything || ((entry.spaces?.contains(s.items[i].space) ?? true) && (entry.entities?.contains(s.items[i].entity) ?? true)) {
+                        replies.append(s.items[i].reply)
+                        seqs.append(s.items[i].seq)
                     }
-                    cursor = item.seq
+                }
+                let (sent, error) = replies.isEmpty ? (0, nil) : entry.sink.sendNow(replies)
+                if let error {
+                    // Up to just before the first change that was not sent (changes are read
+                    // after a cursor); `sent` is less than `seqs.count` whenever there is an error.
+                    cursor = seqs[sent] - 1
+                    if case .peerTooSlow = error { ended = .fellBehind(cursor: cursor) } else { ended = .gone(cursor: cursor) }
+                } else {
+                    cursor = s.through
                 }
                 if let ended {
                     s.live.removeValue(forKey: id)
@@ -238,9 +250,11 @@ final class ChangeFeed: Sendable {
 
     /// A change with its reply encoded.
     private static func item(_ record: Record) -> Item {
-        var bytes = Array(#"{"cursor":"#.utf8)
-        bytes += Array(String(record.seq).utf8)
-        bytes += Array(#","record":"#.utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(200 + (record.payload?.utf8.count ?? 0))
+        bytes += #"{"cursor":"#.utf8
+        bytes += String(record.seq).utf8
+        bytes += #","record":"#.utf8
         Wire.append(record, payloadText: record.payload, to: &bytes)
         bytes.append(UInt8(ascii: "}"))
         return Item(seq: record.seq, space: record.space, entity: record.entity,
@@ -258,7 +272,9 @@ final class ChangeFeed: Sendable {
             drop += 1
         }
         guard drop > 0 else { return }
-        for item in s.items[..<drop] where s.latest[item.key] == item.seq { s.latest.removeValue(forKey: item.key) }
+        for i in 0..<drop {
+            if let at = s.latest.index(forKey: s.items[i].key), s.latest.values[at] == s.items[i].seq { s.latest.remove(at: at) }
+        }
         s.start = s.items[drop - 1].seq
         s.items.removeFirst(drop)
         s.bytes = bytes

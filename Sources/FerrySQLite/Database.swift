@@ -13,6 +13,9 @@ public final class Database: @unchecked Sendable {
     public let path: String
     let handle: OpaquePointer
     private var statementCache: [String: Statement] = [:]
+    /// The statements of SQL given as literals, by the literal's address: a lookup hashes one
+    /// pointer, not the text (which costs more than some of the statements it finds).
+    private var literalCache: [UnsafeRawPointer: Statement] = [:]
     /// The handler `onWALCommit` installed, kept alive here while SQLite holds a pointer to it.
     private var walHook: WALHook?
 
@@ -69,6 +72,7 @@ public final class Database: @unchecked Sendable {
     deinit {
         if walHook != nil { sqlite3_wal_hook(handle, nil, nil) }
         statementCache.removeAll()
+        literalCache.removeAll()
         sqlite3_close_v2(handle)
     }
 
@@ -91,7 +95,20 @@ public final class Database: @unchecked Sendable {
     /// Returns a prepared statement kept for the life of the connection, reset. Its previous
     /// bindings stay: the caller must bind every parameter. Use it for the statements run on
     /// hot paths.
-    public func cached(_ sql: String) throws(SQLiteError) -> Statement {
+    public func cached(_ sql: StaticString) throws(SQLiteError) -> Statement {
+        guard sql.hasPointerRepresentation else { return try cached(text: sql.description) }
+        let key = UnsafeRawPointer(sql.utf8Start)
+        if let statement = literalCache[key] {
+            statement.resetKeepingBindings()
+            return statement
+        }
+        let statement = try Statement(database: self, sql: sql.description)
+        literalCache[key] = statement
+        return statement
+    }
+
+    /// `cached` for SQL built at run time: kept by its text.
+    public func cached(text sql: String) throws(SQLiteError) -> Statement {
         if let statement = statementCache[sql] {
             // Callers bind every parameter on each use, so the old bindings need no clearing.
             statement.resetKeepingBindings()

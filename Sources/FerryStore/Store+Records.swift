@@ -273,7 +273,7 @@ extension Store {
         for filter in filters { sql += " AND EXISTS (SELECT 1 FROM json_each(payload) WHERE key = ? AND \(filter.value.condition))" }
         sql += " ORDER BY \(key)\(order == .stamp ? ", id" : "") LIMIT ?"
         return try read("listing \(entity)") { db in
-            let statement = try db.cached(sql)
+            let statement = try db.cached(text: sql)
             defer { statement.reset() }
             var i: Int32 = 1
             statement.bind(i, sid); i += 1

@@ -455,7 +455,7 @@ final class Writer: @unchecked Sendable {
         acks.reset()
         guard transports.isSubset(of: acked) else { return }
         for sql in ["DELETE FROM outbox WHERE rid = ? AND hlc <= ?"] {
-            let statement = try db.cached(sql)
+            let statement = try db.cached(text: sql)
             statement.bind(1, rid)
             statement.bind(2, hlc.text)
             try statement.run()

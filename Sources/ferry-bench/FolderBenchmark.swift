@@ -86,11 +86,13 @@ struct FolderBenchmark {
         let requests = run.requests(prefix: "B", batches: max(1, records / batch))
         let total = requests.count * batch
         let before = watcher.bulkCount
+        let cpuBefore = (a: a.cpuSeconds(), b: b.cpuSeconds(), bench: ProcessCPU.seconds() ?? 0)
         let t0 = Monotonic.nanos()
         try run.write(requests)
         let written = Monotonic.nanos()
         try await run.waitForArrivals(total, after: before, timeout: .seconds(600))
         let arrived = Monotonic.nanos()
+        let cpuAfter = (a: a.cpuSeconds(), b: b.cpuSeconds(), bench: ProcessCPU.seconds() ?? 0)
         liveBytes += Int64(total * (4 + 12 + 46 + payloadBytes))
         let endToEnd = Double(total) / (Double(arrived - t0) / 1e9)
 
@@ -103,6 +105,14 @@ struct FolderBenchmark {
         throughput.add("raw_sqlite_insert_per_s", Int(raw.rounded()))
         throughput.add("ratio_vs_raw", endToEnd / raw, digits: 2)
         throughput.emit()
+
+        // Where the CPU went in that phase, per record: steadier than the rate on a machine
+        // whose speed drifts, and what an optimization should lower.
+        var cpu = ResultLine("folder.cpu")
+        cpu.add("a_us_per_record", (cpuAfter.a - cpuBefore.a) * 1e6 / Double(total), digits: 1)
+        cpu.add("b_us_per_record", (cpuAfter.b - cpuBefore.b) * 1e6 / Double(total), digits: 1)
+        cpu.add("bench_us_per_record", (cpuAfter.bench - cpuBefore.bench) * 1e6 / Double(total), digits: 1)
+        cpu.emit()
 
         if staged {
             let stages = try await run.staged(a: clientA, b: clientB, batches: max(1, records / batch))

@@ -327,6 +327,9 @@ final class Ferryd {
 
     func peakResidentBytes() -> Int? { ProcessMemory.peakResidentBytes(of: process.processIdentifier) }
 
+    /// CPU seconds the daemon used so far.
+    func cpuSeconds() -> Double { ProcessCPU.seconds(of: process.processIdentifier) ?? 0 }
+
     func stop() {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
         process.waitUntilExit()

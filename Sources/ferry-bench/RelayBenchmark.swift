@@ -109,10 +109,19 @@ struct RelayBenchmark {
         let requests = run.requests(prefix: "B", batches: max(1, records / batch))
         let total = requests.count * batch
         let before = watcher.bulkCount
+        let cpuBefore = (a: a.cpuSeconds(), b: b.cpuSeconds(), relay: relay.cpuSeconds(), bench: ProcessCPU.seconds() ?? 0)
         let t0 = Monotonic.nanos()
         try run.write(requests)
         try await run.waitForArrivals(total, after: before, timeout: .seconds(900))
         let endToEnd = Double(total) / (Double(Monotonic.nanos() - t0) / 1e9)
+        let cpuAfter = (a: a.cpuSeconds(), b: b.cpuSeconds(), relay: relay.cpuSeconds(), bench: ProcessCPU.seconds() ?? 0)
+        // Where the CPU went, per record: steadier than the rate on a machine whose speed drifts.
+        var cpu = ResultLine("relay.cpu")
+        cpu.add("a_us_per_record", (cpuAfter.a - cpuBefore.a) * 1e6 / Double(total), digits: 1)
+        cpu.add("b_us_per_record", (cpuAfter.b - cpuBefore.b) * 1e6 / Double(total), digits: 1)
+        cpu.add("relay_us_per_record", (cpuAfter.relay - cpuBefore.relay) * 1e6 / Double(total), digits: 1)
+        cpu.add("bench_us_per_record", (cpuAfter.bench - cpuBefore.bench) * 1e6 / Double(total), digits: 1)
+        cpu.emit()
         let raw = try BaselineDatabase.insertRate(directory: try scratch.subdirectory("raw"), records: total, batch: batch, payload: payloadText)
         // Each side alone, for where the time goes: A pushes with B paused, then B pulls.
         let stages = try await run.staged(a: clientA, b: clientB, batches: max(1, records / batch / 4))
@@ -300,6 +309,9 @@ final class RelayProcess {
     }
 
     func peakResidentBytes() -> Int? { ProcessMemory.peakResidentBytes(of: process.processIdentifier) }
+
+    /// CPU seconds the relay used so far.
+    func cpuSeconds() -> Double { ProcessCPU.seconds(of: process.processIdentifier) ?? 0 }
 
     func stop() {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }

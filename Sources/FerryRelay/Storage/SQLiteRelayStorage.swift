@@ -97,7 +97,7 @@ public final class SQLiteRelayStorage: RelayStorage, @unchecked Sendable {
             list.resetKeepingBindings()
             for sql in ["DELETE FROM events WHERE owner = ?", "DELETE FROM blobs WHERE owner = ?",
                         "UPDATE owners SET events = 0, event_bytes = 0, blobs = 0, blob_bytes = 0 WHERE owner = ?"] {
-                let s = try db.cached(sql)
+                let s = try db.cached(text: sql)
                 s.bind(1, blob: owner.bytes)
                 try s.run()
             }

@@ -27,16 +27,20 @@ struct FolderOwnLog: Sendable {
     var garbageBytes: UInt64 = 0
 
     /// Accounts for one frame of `size` bytes holding an envelope with `header`.
+    /// One hash lookup in the usual case (a stream's first frame, or a newer one).
     mutating func note(_ header: EnvelopeHeader, size: Int) {
-        if let existing = streams[header.stream] {
-            if existing.stamp >= header.stamp {
-                garbageBytes += UInt64(size)
-                return
-            }
-            garbageBytes += UInt64(existing.size)
-            liveBytes -= UInt64(existing.size)
+        guard let existing = streams.updateValue((header.stamp, UInt32(clamping: size)), forKey: header.stream) else {
+            liveBytes += UInt64(size)
+            return
         }
-        streams[header.stream] = (header.stamp, UInt32(clamping: size))
+        if existing.stamp >= header.stamp {
+            // An older version written after a newer one: the newer stays the stream's newest.
+            streams[header.stream] = existing
+            garbageBytes += UInt64(size)
+            return
+        }
+        garbageBytes += UInt64(existing.size)
+        liveBytes -= UInt64(existing.size)
         liveBytes += UInt64(size)
     }
 

@@ -118,26 +118,29 @@ public final class FolderTransport: Transport {
                 // a failure below leaves it nil, which makes the next push read the directory again.
                 w.log = nil
                 var outcomes: [PushOutcome] = []
+                outcomes.reserveCapacity(batch.count)
                 var body: [UInt8] = []
-                var fresh: [EventID] = []
-                var freshSet = Set<EventID>()
+                var fresh = 0
+                // The batch's new events go into the log's set as they are accepted (one lookup
+                // each, which also finds duplicates within the batch); a failure below drops
+                // `current` with them.
+                current.events.reserveCapacity(current.events.count + batch.count)
                 for envelope in batch {
                     if envelope.header.owner != owner {
                         outcomes.append(.rejected("the envelope belongs to owner \(envelope.header.owner); the folder transport \(name) carries owner \(owner)"))
                     } else if envelope.body.count > Envelope.maxBodyBytes {
                         outcomes.append(.rejected("too large for \(name): the envelope's body of \(envelope.body.count) bytes exceeds the limit of "
                             + "\(Envelope.maxBodyBytes) that every device reads; make the record smaller"))
-                    } else if current.events.contains(envelope.header.event) || freshSet.contains(envelope.header.event) {
+                    } else if !current.events.insert(envelope.header.event).inserted {
                         outcomes.append(.duplicate)
                     } else {
                         Frame.append(envelope.encoded, to: &body)
-                        fresh.append(envelope.header.event)
-                        freshSet.insert(envelope.header.event)
+                        fresh += 1
                         current.note(envelope.header, size: Frame.headerSize + EnvelopeHeader.encodedSize + 4 + envelope.body.count)
                         outcomes.append(.accepted)
                     }
                 }
-                guard !fresh.isEmpty else {
+                guard fresh > 0 else {
                     w.log = current
                     try saveState(&w)
                     return outcomes
@@ -161,7 +164,6 @@ public final class FolderTransport: Transport {
                 } catch {
                     throw unavailable(error)  // the log stays nil: read the directory again next time
                 }
-                current.events.formUnion(fresh)
                 current.lastSeq = seq
                 current.segments[seq] = UInt64(FolderFileHeader.encodedSize + body.count)
                 var state = w.state ?? FolderWriterState()

@@ -52,15 +52,22 @@ struct IPCBenchmark {
         let replySize = 420
         let baseline = try RawPingPong(directory: try scratch.subdirectory("raw"), requestSize: request.count, replySize: replySize)
         _ = try baseline.measure(rounds: 200)   // warm up
+        // For comparison only (the target is against `baseline`): the same server in a process
+        // of its own, paying the wake-ups between processes that a round trip to ferryd pays.
+        let apart = try RawPingPong(directory: try scratch.subdirectory("raw-process"), requestSize: request.count,
+                                    replySize: replySize, separateProcess: true)
+        _ = try apart.measure(rounds: 200)
         let daemon = try Ferryd(directory: try scratch.subdirectory("ferryd"))
         defer { daemon.stop() }
 
         // The latency ratio: rounds of the raw baseline and of single puts, interleaved so
         // that both see the same machine (this one's speed drifts), pooled.
         var rawPooled: [Double] = []
+        var apartPooled: [Double] = []
         var putPooled: [Double] = []
         for _ in 0..<5 {
             rawPooled += try baseline.measure(rounds: 400)
+            apartPooled += try apart.measure(rounds: 400)
             putPooled += try await singlePuts(daemon: daemon, clients: 1, total: 400).0
         }
         var ratioLine = ResultLine("ipc.put_latency")
@@ -71,13 +78,17 @@ struct IPCBenchmark {
         ratioLine.add("put_p99_us", putPooled.percentile(0.99), digits: 1)
         let p50Ratio = putPooled.percentile(0.5) / rawPooled.percentile(0.5)
         ratioLine.add("p50_ratio_vs_raw", p50Ratio, digits: 2)
+        ratioLine.add("raw_separate_process_p50_us", apartPooled.percentile(0.5), digits: 1)
+        ratioLine.add("p50_ratio_vs_raw_separate_process", putPooled.percentile(0.5) / apartPooled.percentile(0.5), digits: 2)
         ratioLine.emit()
 
         // Single puts: p50/p99 and throughput with 1, 4 and 16 clients (one connection each).
         var onePerSecond = 0.0
         var sixteenPerSecond = 0.0
         for clients in [1, 4, 16] {
+            let cpuBefore = daemon.cpuSeconds()
             let (latencies, seconds) = try await singlePuts(daemon: daemon, clients: clients, total: puts)
+            let cpu = daemon.cpuSeconds() - cpuBefore
             let rate = Double(latencies.count) / seconds
             var line = ResultLine("ipc.put")
             line.add("clients", clients)
@@ -85,6 +96,8 @@ struct IPCBenchmark {
             line.add("puts_per_s", Int(rate.rounded()))
             line.add("p50_us", latencies.percentile(0.5), digits: 1)
             line.add("p99_us", latencies.percentile(0.99), digits: 1)
+            // The daemon's own CPU per put (the rest of a round trip is waiting and waking).
+            line.add("ferryd_cpu_us_per_put", cpu * 1e6 / Double(max(1, latencies.count)), digits: 1)
             if clients == 1 {
                 onePerSecond = rate
             } else {
@@ -336,38 +349,74 @@ final class Ferryd {
     }
 }
 
-/// The raw baseline: a thread serving a Unix socket that, per request, reads the request, commits
-/// one row to SQLite (WAL, synchronous=NORMAL) and writes a reply of the given size.
+/// The raw baseline: a server on a Unix socket that, per request, reads the request, commits
+/// one row to SQLite (WAL, synchronous=NORMAL) and writes a reply of the given size. The server is
+/// a thread of this process, or (`separateProcess`) a process of its own, as ferryd is: then a
+/// round trip pays the wake-ups between processes that ferryd's does.
 final class RawPingPong: @unchecked Sendable {
-    // @unchecked: the server thread owns `db` and its fds; the client side only uses `clientFD`.
+    // @unchecked: the server (thread or process) owns the database and `serverFD`; the client
+    // side only uses `clientFD`.
     private let requestSize: Int
     private let replySize: Int
     private let clientFD: Int32
-    private let serverFD: Int32
-    private let db: Database
+    private var child: Process?
 
-    init(directory: String, requestSize: Int, replySize: Int) throws {
+    init(directory: String, requestSize: Int, replySize: Int, separateProcess: Bool = false) throws {
         self.requestSize = requestSize
         self.replySize = replySize
         var fds: [Int32] = [0, 0]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0 else { throw BenchError("socketpair failed") }
         clientFD = fds[0]
-        serverFD = fds[1]
-        db = try Database(path: directory + "/raw.db")
-        try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
-        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
-        let thread = Thread { [self] in serve() }
-        thread.start()
+        let serverFD = fds[1]
+        let path = directory + "/raw.db"
+        if separateProcess {
+            let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: exe)
+            process.arguments = [RawPingPong.serveCommand, path, String(requestSize), String(replySize)]
+            process.standardInput = FileHandle(fileDescriptor: serverFD, closeOnDealloc: false)
+            try process.run()
+            close(serverFD)
+            child = process
+        } else {
+            let db = try RawPingPong.open(path)
+            let thread = Thread { RawPingPong.serve(fd: serverFD, db: db, requestSize: requestSize, replySize: replySize) }
+            thread.start()
+        }
     }
 
-    private func serve() {
+    deinit {
+        close(clientFD)
+        child?.waitUntilExit()
+    }
+
+    /// The hidden ferry-bench command a separate server process runs: `raw-serve DB REQUEST REPLY`,
+    /// serving the socket it has as standard input.
+    static let serveCommand = "raw-serve"
+
+    /// Serves standard input for `raw-serve` until the client closes it.
+    static func serveStandardInput(_ arguments: ArraySlice<String>) throws -> Never {
+        let a = Array(arguments)
+        guard a.count == 3, let request = Int(a[1]), let reply = Int(a[2]) else { throw BenchError("usage: raw-serve DB REQUEST REPLY") }
+        serve(fd: 0, db: try open(a[0]), requestSize: request, replySize: reply)
+        exit(0)
+    }
+
+    private static func open(_ path: String) throws -> Database {
+        let db = try Database(path: path)
+        try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+        try db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+        return db
+    }
+
+    private static func serve(fd: Int32, db: Database, requestSize: Int, replySize: Int) {
         var buffer = [UInt8](repeating: 0, count: requestSize)
         let reply = [UInt8](repeating: 0x61, count: replySize)
         let body = String(repeating: "x", count: 200)
         while true {
             var got = 0
             while got < requestSize {
-                let n = buffer.withUnsafeMutableBytes { read(serverFD, $0.baseAddress! + got, requestSize - got) }
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + got, requestSize - got) }
                 if n <= 0 { return }
                 got += n
             }
@@ -378,7 +427,7 @@ final class RawPingPong: @unchecked Sendable {
                 try s.run()
                 try db.execute("COMMIT")
             } catch { return }
-            _ = reply.withUnsafeBytes { write(serverFD, $0.baseAddress!, replySize) }
+            _ = reply.withUnsafeBytes { write(fd, $0.baseAddress!, replySize) }
         }
     }
 

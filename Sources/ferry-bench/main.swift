@@ -37,6 +37,8 @@ func runInScratch(usage: String, _ body: (ScratchDirectory) async throws -> Void
 }
 
 switch arguments.first {
+case RawPingPong.serveCommand:
+    do { try RawPingPong.serveStandardInput(arguments.dropFirst()) } catch { fail("\(error)", usage: nil, code: 2) }
 case "folder":
     await runInScratch(usage: FolderBenchmark.usage) { try await FolderBenchmark(arguments: arguments.dropFirst(), scratch: $0).run() }
 case "relay":

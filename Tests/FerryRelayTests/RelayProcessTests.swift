@@ -199,6 +199,42 @@ import Testing
         #expect(pulled(second) == theirs.map(\.encoded))
         let bad = try relay.call("GET", base + "/events?skipDevice=7", token: token)
         #expect(bad.status == 400 && bad.json["error"] as? String == "bad_device")
+
+        // A waiting pull that leaves out its device's events is not answered by that device's
+        // pushes (it would only get an empty page back): it waits on for another device's.
+        let end = try #require(second.json["cursor"] as? String)
+        let box = ResponseBox()
+        let thread = Thread {
+            box.set(Result { try HTTPTestClient.call(port: relay.port, "GET", base + "/events?after=\(end)&wait=20&skipDevice=0000000000000007", token: token) })
+        }
+        thread.start()
+        Thread.sleep(forTimeInterval: 0.5)
+        let ownLater = [from(7, 10), from(7, 11)]
+        #expect(try relay.call("POST", base + "/events", token: token, body: pushBody([ownLater[0]])).status == 200)
+        #expect(try relay.call("POST", base + "/events", token: token, body: pushBody([ownLater[1]])).status == 200)
+        Thread.sleep(forTimeInterval: 1)
+        #expect(!box.isDone, "a pull was answered by its own device's push")
+        let other = from(9, 12)
+        #expect(try relay.call("POST", base + "/events", token: token, body: pushBody([other])).status == 200)
+        let woke = try box.wait(seconds: 10)
+        #expect(pulled(woke) == [other.encoded])
+        // Its cursor is past the device's own pushes too.
+        let after = try #require(woke.json["cursor"] as? String)
+        #expect(pulled(try relay.call("GET", base + "/events?after=\(after)", token: token)).isEmpty)
+
+        // At the deadline it answers an empty page past the device's own pushes.
+        let t0 = Date()
+        let idleBox = ResponseBox()
+        let idleThread = Thread {
+            idleBox.set(Result { try HTTPTestClient.call(port: relay.port, "GET", base + "/events?after=\(after)&wait=2&skipDevice=0000000000000007", token: token) })
+        }
+        idleThread.start()
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(try relay.call("POST", base + "/events", token: token, body: pushBody([from(7, 13)])).status == 200)
+        let idle = try idleBox.wait(seconds: 10)
+        let waited = Date().timeIntervalSince(t0)
+        #expect(pulled(idle).isEmpty && idle.json["cursor"] as? String != after)
+        #expect(waited >= 1.9 && waited < 5, "waited \(waited) s")
         #expect(relay.stop() == 0)
     }
 
@@ -438,21 +474,31 @@ import Testing
 
 /// Hands a result from a helper thread to the test.
 final class ResponseBox: @unchecked Sendable {
-    // @unchecked: guarded by `done`.
+    // @unchecked: `result` and `at` are only touched with `lock` held; `done` is signalled once.
     private let done = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
     private var result: Result<HTTPTestClient.Response, Error>?
-    private(set) var doneAt: Date?
+    private var at: Date?
 
     func set(_ r: Result<HTTPTestClient.Response, Error>) {
+        lock.lock()
         result = r
-        doneAt = Date()
+        at = Date()
+        lock.unlock()
         done.signal()
     }
 
+    /// When the response came, nil before.
+    var doneAt: Date? { lock.lock(); defer { lock.unlock() }; return at }
+
+    /// Whether the response came.
+    var isDone: Bool { doneAt != nil }
+
     func wait(seconds: Double) throws -> HTTPTestClient.Response {
-        guard done.wait(timeout: .now() + seconds) == .success, let result else {
+        guard done.wait(timeout: .now() + seconds) == .success else {
             throw HTTPTestClient.Failure(description: "no response within \(seconds) s")
         }
-        return try result.get()
+        lock.lock(); defer { lock.unlock() }
+        return try result!.get()
     }
 }

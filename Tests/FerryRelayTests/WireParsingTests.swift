@@ -254,13 +254,16 @@ import Testing
             [Relay]
             Listen=[::1]:9000
             MaxWaitSeconds=5
+            CacheMiB=16
             DefaultQuotaBytes=1000
             TombstoneRetentionDays=0.5
             LogLevel=debug
             """)
         #expect(c.listenHost == "::1" && c.listenPort == 9000)
         #expect(c.maxWaitSeconds == 5 && c.defaultQuotaBytes == 1000 && c.tombstoneRetentionDays == 0.5)
+        #expect(c.cacheMiB == 16 && RelayConfiguration(environment: [:]).cacheMiB == 64)
         for bad in ["[Relay]\nListen=nope", "[Relay]\nStorage=postgresql", "[Relay]\nMaxWaitSeconds=-1", "[Relay]\nNope=1",
+                    "[Relay]\nCacheMiB=1", "[Relay]\nCacheMiB=lots",
                     "[TLS]\nCertificate=/x", "[Relay]\nStateDirectory=relative", "[Relay]\nStorage=mysql",
                     "[Relay]\nStorage=postgresql\n[PostgreSQL]\nConnection=host='unterminated",
                     "[Relay]\nStorage=postgresql\n[PostgreSQL]\nConnection=nosuchkey=1",

@@ -22,6 +22,9 @@ public struct RelayConfiguration: Sendable, Equatable {
     public var listenPort = 8470
     public var stateDirectory: String
     public var storage = StorageBackend.sqlite
+    /// SQLite's page cache for relay.db (Storage=sqlite), in MiB: the pages of the event
+    /// indexes that pushes touch at random stay in memory instead of being read again.
+    public var cacheMiB = 64
     public var maxWaitSeconds = 30
     public var defaultQuotaBytes: Int64 = 1 << 30
     public var tombstoneRetentionDays = 90.0
@@ -109,6 +112,7 @@ public struct RelayConfiguration: Sendable, Equatable {
                 guard let backend = StorageBackend(rawValue: e.value) else { throw fail("expected sqlite or postgresql") }
                 storage = backend
             case ("Relay", "MaxWaitSeconds"): maxWaitSeconds = Int(try int(0...3600))
+            case ("Relay", "CacheMiB"): cacheMiB = Int(try int(2...65536))
             case ("Relay", "DefaultQuotaBytes"): defaultQuotaBytes = try int(0...Int64.max / 2)
             case ("Relay", "TombstoneRetentionDays"):
                 guard let v = Double(e.value), v.isFinite, v >= 0, v <= 36500 else {

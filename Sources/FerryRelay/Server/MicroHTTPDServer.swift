@@ -159,7 +159,8 @@ public final class MicroHTTPDServer: @unchecked Sendable {
         enum Phase {
             case new
             case collecting(RelayService.Prepared)
-            case waiting(RelayService.Prepared)
+            /// A long-poll parked until the deadline it was given first.
+            case waiting(RelayService.Prepared, deadline: ContinuousClock.Instant)
             case done
         }
         let target: String
@@ -299,22 +300,22 @@ public final class MicroHTTPDServer: @unchecked Sendable {
                 exchange.spool = nil
                 body = .file(path: spool.path, size: Int(exchange.received))
             }
-            return run(prepared, body: body, mayWait: true, exchange, connection)
-        case .waiting(let prepared):
-            return run(prepared, body: .none, mayWait: false, exchange, connection)
+            return run(prepared, body: body, waiting: .asked, exchange, connection)
+        case .waiting(let prepared, let deadline):
+            return run(prepared, body: .none, waiting: .until(deadline), exchange, connection)
         case .done:
             size.pointee = 0
             return MHD_Result.YES
         }
     }
 
-    private func run(_ prepared: RelayService.Prepared, body: RequestBody, mayWait: Bool, _ exchange: Exchange,
+    private func run(_ prepared: RelayService.Prepared, body: RequestBody, waiting: RelayService.WaitAllowance, _ exchange: Exchange,
                      _ connection: OpaquePointer) -> MHD_Result {
-        switch service.handle(prepared, body: body, mayWait: mayWait) {
+        switch service.handle(prepared, body: body, waiting: waiting) {
         case .respond(let response):
             return respond(response, exchange, connection)
         case .wait(let owner, let generation, let deadline):
-            exchange.phase = .waiting(prepared)
+            exchange.phase = .waiting(prepared, deadline: deadline)
             MHD_suspend_connection(connection)
             let handle = ConnectionHandle(pointer: connection)
             if !service.hub.wait(owner: owner, generation: generation, deadline: deadline, fd: ferry_mhd_connection_fd(connection), resume: {

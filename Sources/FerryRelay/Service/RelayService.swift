@@ -60,8 +60,18 @@ public final class RelayService: Sendable {
     public enum Outcome: Sendable {
         case respond(HTTPResponse)
         /// Park until a push to `owner` moves it past `generation`, or until `deadline`; then
-        /// call `handle` again with `mayWait: false`.
+        /// call `handle` again with `waiting: .until(deadline)`.
         case wait(owner: OwnerID, generation: UInt64, deadline: ContinuousClock.Instant)
+    }
+
+    /// How long a long-poll may still wait.
+    public enum WaitAllowance: Sendable {
+        /// A new request: as long as its `wait=` asks.
+        case asked
+        /// A request woken from its wait: on until the deadline it first had (a push that gave
+        /// it nothing to send, such as its own device's, does not end the wait), then it is
+        /// answered with what is there.
+        case until(ContinuousClock.Instant)
     }
 
     /// Routes and authenticates `head`.
@@ -135,8 +145,8 @@ public final class RelayService: Sendable {
     }
 
     /// Answers a prepared request with its collected body.
-    /// - Parameter mayWait: false once a long-poll has waited (or cannot): answer with what is there.
-    public func handle(_ request: Prepared, body: RequestBody, mayWait: Bool = true) -> Outcome {
+    /// - Parameter waiting: `.until` the first deadline for a long-poll that waited.
+    public func handle(_ request: Prepared, body: RequestBody, waiting: WaitAllowance = .asked) -> Outcome {
         do throws(RelayError) {
             switch request.endpoint {
             case .health: return .respond(.text(200, "ok\n"))
@@ -157,7 +167,7 @@ public final class RelayService: Sendable {
             case .ownerInfo(let owner): return .respond(try ownerInfo(owner))
             case .deleteOwner(let owner): return .respond(try deleteOwner(owner))
             case .pushEvents(let owner): return .respond(try push(owner, body: body))
-            case .pullEvents(let owner): return try pull(owner, query: request.query, mayWait: mayWait)
+            case .pullEvents(let owner): return try pull(owner, query: request.query, waiting: waiting)
             case .putBlob(let owner, let key): return .respond(try putBlob(owner, key: key, body: body))
             case .getBlob(let owner, let key), .headBlob(let owner, let key): return .respond(try getBlob(owner, key: key))
             case .createPairingCode(let owner): return .respond(try createPairingCode(owner))

@@ -14,7 +14,7 @@ public struct RelayBackend: Sendable {
         try createStateDirectory(configuration)
         switch configuration.storage {
         case .sqlite:
-            let storage = try SQLiteRelayStorage(path: configuration.databasePath)
+            let storage = try SQLiteRelayStorage(path: configuration.databasePath, cacheMiB: configuration.cacheMiB)
             return RelayBackend(storage: storage, blobs: try BlobFiles(root: configuration.blobDirectory), wakes: nil)
         case .postgresql:
             let conninfo = configuration.postgresConnection ?? ""
@@ -32,7 +32,7 @@ public struct RelayBackend: Sendable {
         switch configuration.storage {
         case .sqlite:
             try createStateDirectory(configuration)
-            return try SQLiteRelayStorage(path: configuration.databasePath)
+            return try SQLiteRelayStorage(path: configuration.databasePath, cacheMiB: configuration.cacheMiB)
         case .postgresql:
             return try PostgresRelayStorage(conninfo: configuration.postgresConnection ?? "", poolSize: 1)
         }

@@ -23,13 +23,17 @@ public final class SQLiteRelayStorage: RelayStorage, @unchecked Sendable {
     /// - Parameters:
     ///   - synchronous: `FULL` survives power loss, `NORMAL` a crash of the process.
     ///   - maxLogBytes: past this, the write-ahead log is started over after a commit (`LogWatch`).
+    ///   - cacheMiB: SQLite's page cache. Pushes insert into indexes keyed by random ids (the
+    ///     event and the stream), so with too small a cache each push reads pages back and
+    ///     writes dirty ones out before its commit.
     /// - Throws: `RelayStorageError.database` when it cannot be opened or migrated.
-    public init(path: String, synchronous: String = "FULL", maxLogBytes: Int = LogWatch.defaultMaxBytes) throws(RelayStorageError) {
+    public init(path: String, synchronous: String = "FULL", maxLogBytes: Int = LogWatch.defaultMaxBytes,
+                cacheMiB: Int = 64) throws(RelayStorageError) {
         self.path = path
         do {
             db = try Database(path: path)
             try RelaySchema.migrate(db)
-            try db.execute("PRAGMA synchronous=\(synchronous == "NORMAL" ? "NORMAL" : "FULL"); PRAGMA foreign_keys=ON")
+            try db.execute("PRAGMA synchronous=\(synchronous == "NORMAL" ? "NORMAL" : "FULL"); PRAGMA foreign_keys=ON; PRAGMA cache_size=-\(max(2, cacheMiB) * 1024)")
             // Commits sync the WAL only; the checkpointer copies it back off the push path.
             checkpointer = try Checkpointer(path: path) { try $0.execute("PRAGMA busy_timeout=5000") }
             logWatch = try LogWatch(db: db, checkpointer: checkpointer, maxBytes: maxLogBytes)

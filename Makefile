@@ -125,8 +125,8 @@ clean:
 # For one user without root: make install PREFIX=$$HOME/.local USERUNITDIR=$$HOME/.local/share/systemd/user
 # (~/.local/lib/systemd/user is not where the user manager looks).
 # SYSTEM=1 adds the relay: ferry-relay into $(BINDIR), systemd/ferry-relay.service into
-# $(SYSTEMUNITDIR), etc/ferry-relay.conf into $(SYSCONFDIR)/ferry-relay/ (kept if there) and,
-# with docs/relay.openapi.yaml, into $(DOCDIR).
+# $(SYSTEMUNITDIR) (passing --config when SYSCONFDIR is not /etc), etc/ferry-relay.conf into
+# $(SYSCONFDIR)/ferry-relay/ (kept if there) and, with docs/relay.openapi.yaml, into $(DOCDIR).
 # System-wide: `make release` as yourself, then `sudo make install` (it does not build as root).
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -137,6 +137,9 @@ SYSTEMUNITDIR ?= $(PREFIX)/lib/systemd/system
 COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 DOCDIR ?= $(PREFIX)/share/doc/ferry
 SYSCONFDIR ?= /etc
+# The relay reads /etc/ferry-relay/ferry-relay.conf unless told otherwise: with another
+# SYSCONFDIR its unit passes --config.
+RELAY_EXEC = $(BINDIR)/ferry-relay serve$(if $(filter-out /etc /etc/,$(SYSCONFDIR)), --config $(SYSCONFDIR)/ferry-relay/ferry-relay.conf,)
 
 # The binaries `install` copies, built by `make release`: the Swift runtime and Foundation are
 # linked in (--static-swift-stdlib), so installed programs do not depend on where the toolchain
@@ -165,6 +168,9 @@ install: deps
 	elif [ ! -x "$(RELEASE_BIN)/ferryd" ] || [ ! -x "$(RELEASE_BIN)/ferryctl" ] || [ ! -x "$(RELEASE_BIN)/ferry-relay" ]; then \
 	  echo "make: no release build in $(RELEASE_BIN): run 'make release' as yourself first, then 'sudo make install'" >&2; \
 	  exit 1; \
+	elif [ -n "$$(find Sources Package.swift -newer "$(RELEASE_BIN)/ferryd" -print -quit 2>/dev/null)" ]; then \
+	  echo "make: the release build in $(RELEASE_BIN) is older than the sources: run 'make release' as yourself again, then 'sudo make install'" >&2; \
+	  exit 1; \
 	fi
 	install -d -m 0755 "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(USERUNITDIR)" "$(DESTDIR)$(DOCDIR)"
 	install -m 0755 "$(RELEASE_BIN)/ferryd" "$(RELEASE_BIN)/ferryctl" "$(DESTDIR)$(BINDIR)/"
@@ -183,11 +189,11 @@ ifneq ($(SYSTEM),)
 	# prefix), its config in $(SYSCONFDIR)/ferry-relay/ unless one is there, and examples.
 	install -d -m 0755 "$(DESTDIR)$(SYSTEMUNITDIR)" "$(DESTDIR)$(SYSCONFDIR)/ferry-relay"
 	install -m 0755 "$(RELEASE_BIN)/ferry-relay" "$(DESTDIR)$(BINDIR)/"
-	sed -e 's|^ExecStart=/usr/local/bin/ferry-relay serve$$|ExecStart=$(BINDIR)/ferry-relay serve|' \
+	sed -e 's|^ExecStart=/usr/local/bin/ferry-relay serve$$|ExecStart=$(RELAY_EXEC)|' \
 	    -e 's|file:/usr/local/share/doc/ferry/|file:$(DOCDIR)/|' systemd/ferry-relay.service \
 	  > "$(DESTDIR)$(SYSTEMUNITDIR)/ferry-relay.service"
 	chmod 0644 "$(DESTDIR)$(SYSTEMUNITDIR)/ferry-relay.service"
-	grep -qx 'ExecStart=$(BINDIR)/ferry-relay serve' "$(DESTDIR)$(SYSTEMUNITDIR)/ferry-relay.service"
+	grep -qx 'ExecStart=$(RELAY_EXEC)' "$(DESTDIR)$(SYSTEMUNITDIR)/ferry-relay.service"
 	[ -e "$(DESTDIR)$(SYSCONFDIR)/ferry-relay/ferry-relay.conf" ] || \
 	  install -m 0644 etc/ferry-relay.conf "$(DESTDIR)$(SYSCONFDIR)/ferry-relay/ferry-relay.conf"
 	install -m 0644 etc/ferry-relay.conf docs/relay.openapi.yaml "$(DESTDIR)$(DOCDIR)/"

@@ -1,6 +1,10 @@
 import FerryJSON
 
 /// A record as it travels over the API (`io.ferry.Store.Record`).
+///
+/// Two records are equal when their fields are, the payload compared as parsed: `payloadText`
+/// (a spelling of the payload, present only on records read with it) takes no part, so a record
+/// read from the daemon equals the same record built here.
 public struct WireRecord: Sendable, Hashable {
     public var space: String
     public var entity: String
@@ -29,6 +33,22 @@ public struct WireRecord: Sendable, Hashable {
         self.payload = payload
         self.attachments = attachments
         self.seq = seq
+    }
+
+    public static func == (a: WireRecord, b: WireRecord) -> Bool {
+        a.space == b.space && a.entity == b.entity && a.id == b.id && a.hlc == b.hlc && a.deleted == b.deleted
+            && a.payload == b.payload && a.attachments == b.attachments && a.seq == b.seq
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(space)
+        hasher.combine(entity)
+        hasher.combine(id)
+        hasher.combine(hlc)
+        hasher.combine(deleted)
+        hasher.combine(payload)
+        hasher.combine(attachments)
+        hasher.combine(seq)
     }
 
     /// The wire form.

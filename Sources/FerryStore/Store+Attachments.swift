@@ -69,13 +69,21 @@ extension Store {
                                    limit: Int = 100) throws(FerryError) -> [String] {
         let sid = try catalog.sid(space)
         return try read("listing missing attachments", slow: true) { db in
+            let any = try db.cached("SELECT 1 FROM attachments WHERE present = 0 AND refs > 0 AND sha256 > ?1 LIMIT 1")
+            any.bind(1, after ?? "")
+            let missing = try any.step()
+            any.reset()
+            guard missing else { return [] }
+            // One pass over the space's references (current versions and kept losing ones),
+            // each looked up among the missing: linear in the records, however many are missing.
             let statement = try db.cached("""
-                SELECT a.sha256 FROM attachments a
-                WHERE a.present = 0 AND a.refs > 0 AND a.sha256 > ?3
-                  AND (EXISTS (SELECT 1 FROM records r WHERE r.sid = ?1 AND instr(r.attachments, '"' || a.sha256 || '"') > 0)
-                       OR EXISTS (SELECT 1 FROM losers l JOIN records r ON r.rid = l.rid
-                                  WHERE r.sid = ?1 AND instr(l.attachments, '"' || a.sha256 || '"') > 0))
-                ORDER BY a.sha256 LIMIT ?2
+                WITH missing(sha256) AS (SELECT sha256 FROM attachments WHERE present = 0 AND refs > 0 AND sha256 > ?3)
+                SELECT j.value FROM records r, json_each(r.attachments) j
+                WHERE r.sid = ?1 AND r.attachments IS NOT NULL AND j.value IN missing
+                UNION
+                SELECT j.value FROM losers l JOIN records r ON r.rid = l.rid, json_each(l.attachments) j
+                WHERE r.sid = ?1 AND l.attachments IS NOT NULL AND j.value IN missing
+                ORDER BY 1 LIMIT ?2
                 """)
             defer { statement.reset() }
             statement.bind(1, sid); statement.bind(2, max(1, limit)); statement.bind(3, after ?? "")

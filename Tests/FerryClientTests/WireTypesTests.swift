@@ -19,6 +19,16 @@ import Testing
         #expect(status.json == .object(Samples.status))
     }
 
+    @Test func recordsCompareByFieldsNotByPayloadSpelling() throws {
+        let built = try WireRecord(json: Samples.record())
+        var read = built
+        read.payloadText = #"{ "title" : "as typed" }"#
+        #expect(read == built && read.hashValue == built.hashValue && Set([read, built]).count == 1)
+        var other = built
+        other.seq += 1
+        #expect(other != built)
+    }
+
     @Test func statusMissingFieldNamesIt() {
         var reply = Samples.status
         reply["lastSeq"] = "42"

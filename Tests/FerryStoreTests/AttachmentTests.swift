@@ -175,4 +175,29 @@ import Testing
         #expect(try store.missingAttachments() == [lost])
         #expect(try store.attachment(late)?.present == true)
     }
+
+    /// Many records each missing their own attachments (a device that joined a folder whose old
+    /// blobs are gone): every missing one is listed once, in order, page after page, and an
+    /// attachment shared by several records or present is not.
+    @Test func manyMissingAttachmentsPageInOrder() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.putAttachment(Array("hello".utf8), expectedSHA256: sha256OfHello)
+        func sha(_ i: Int) -> String { String(format: "%064x", i * 7919) }
+        let shared = String(repeating: "f", count: 64)
+        let versions = (1...3000).map { i in
+            RecordVersion(entity: "doc", id: "r\(i)", hlc: Stamp(millis: Int64(i), counter: 0, node: NodeID(5)), deleted: false,
+                          payload: "{}", attachments: i % 3 == 0 ? [sha(i), shared, sha256OfHello] : [sha(i)])
+        }
+        _ = try store.applyRemote(versions, origin: .remote(transport: "t"))
+        var listed: [String] = []
+        var after: String?
+        while true {
+            let page = try store.missingAttachments(after: after, limit: 250)
+            guard let last = page.last else { break }
+            listed += page
+            after = last
+        }
+        #expect(listed == ((1...3000).map(sha) + [shared]).sorted())
+    }
 }

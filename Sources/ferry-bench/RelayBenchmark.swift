@@ -151,6 +151,7 @@ struct RelayBenchmark {
         line.add("events_per_s", Int(ingest.rate.rounded()))
         line.add("ratio_vs_raw", ingest.rate / raw, digits: 2)
         line.add("relay_peak_rss_mb", Double(relay.peakResidentBytes() ?? 0) / 1_048_576, digits: 1)
+        line.add("relay_cpu_us_per_event", ingest.cpuMicrosPerEvent, digits: 1)
         line.emit()
 
         let aRSS = Double(a.peakResidentBytes() ?? 0) / 1_048_576, bRSS = Double(b.peakResidentBytes() ?? 0) / 1_048_576
@@ -173,7 +174,7 @@ struct RelayBenchmark {
 
     /// Envelopes per second the relay stores with `pushers` clients pushing batches of 400 to
     /// owners of their own while `idle` connections long-poll an owner nobody writes to.
-    private func ingestRate(relay: RelayProcess) async throws -> (events: Int, rate: Double) {
+    private func ingestRate(relay: RelayProcess) async throws -> (events: Int, rate: Double, cpuMicrosPerEvent: Double) {
         let idleOwner = ID128(high: 0x1d1e, low: 1)
         let idleToken = try relay.createOwner(idleOwner.description)
         var idlers: [HTTPConnection] = []
@@ -194,6 +195,7 @@ struct RelayBenchmark {
         let bodies: [[[UInt8]]] = owners.map { owner, _ in (0..<rounds).map { Self.batch(owner: owner, round: $0) } }
         let failures = FailureBox()
         let port = relay.port
+        let cpuBefore = relay.cpuSeconds()
         let t0 = Monotonic.nanos()
         let threads = owners.enumerated().map { index, entry in
             Thread {
@@ -211,9 +213,10 @@ struct RelayBenchmark {
         for t in threads { t.start() }
         while threads.contains(where: { !$0.isFinished }) { try await Task.sleep(for: .milliseconds(5)) }
         let seconds = Double(Monotonic.nanos() - t0) / 1e9
+        let cpu = relay.cpuSeconds() - cpuBefore
         if let first = failures.first { throw BenchError("ingest: \(first)") }
         let events = perPusher * pushers
-        return (events, Double(events) / seconds)
+        return (events, Double(events) / seconds, cpu * 1e6 / Double(events))
     }
 
     static func batch(owner: ID128, round: Int) -> [UInt8] {

@@ -54,7 +54,12 @@ extension SQLiteRelayStorage {
             var addedEvents: Int64 = 0, addedBytes: Int64 = 0
             let byEvent = try db.cached("SELECT 1 FROM events WHERE owner = ? AND event = ?")
             let byStream = try db.cached("SELECT id, stamp, length(data) FROM events WHERE owner = ? AND stream = ?")
-            let remove = try db.cached("DELETE FROM events WHERE id = ?")
+            // A newer version of a stream takes its row in place: the table row and the (owner,
+            // stream) entry stay, only the seq and event entries move (a delete and an insert
+            // would touch every index twice).
+            let replace = try db.cached("""
+                UPDATE events SET seq = ?, event = ?, stamp = ?, deleted = ?, stored_at = ?, data = ? WHERE id = ?
+                """)
             // OR IGNORE: a new stream's event id already stored under another stream (a device
             // reusing ids) is a duplicate, not a failed batch.
             let insert = try db.cached("""
@@ -63,7 +68,7 @@ extension SQLiteRelayStorage {
             // One lookup by stream decides most events: a stream seen before holds this very
             // version (a duplicate: the event id is derived from stream and stamp), a newer one
             // (superseded) or an older one (replaced). Only a replacement also checks the
-            // event id, before anything is deleted.
+            // event id, before anything changes.
             for e in events {
                 byStream.bind(1, blob: ownerBytes); byStream.bind(2, blob: e.stream.bytes)
                 if try byStream.step() {
@@ -80,9 +85,13 @@ extension SQLiteRelayStorage {
                     let known = try byEvent.step()
                     byEvent.resetKeepingBindings()
                     if known { outcomes.append(.duplicate); continue }
-                    remove.bind(1, id)
-                    try remove.run()
-                    addedEvents -= 1; addedBytes -= size
+                    replace.bind(1, nextSeq); replace.bind(2, blob: e.event.bytes); replace.bind(3, blob: e.stampKey)
+                    replace.bind(4, e.deleted); replace.bind(5, now); replace.bind(6, blob: e.bytes); replace.bind(7, id)
+                    try replace.run()
+                    nextSeq += 1
+                    addedBytes += Int64(e.bytes.count) - size
+                    outcomes.append(.stored)
+                    continue
                 } else {
                     byStream.resetKeepingBindings()
                 }

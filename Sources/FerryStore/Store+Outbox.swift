@@ -8,6 +8,9 @@ extension Store {
         public var version: RecordVersion
         /// The outbox order; pass the last one seen as `after` for the next page.
         public var outboxSeq: Int64
+        /// The record's row, the same for the record's whole life: what `acknowledge(rows:)`
+        /// takes.
+        public var rid: Int64
     }
 
     // MARK: Transports
@@ -163,7 +166,7 @@ extension Store {
         let sid = try catalog.sid(space)
         return try read("reading the outbox") { db in
             let statement = try db.cached("""
-                SELECT r.entity, r.id, r.hlc, r.deleted, r.payload, r.attachments, o.seq
+                SELECT r.entity, r.id, r.hlc, r.deleted, r.payload, r.attachments, o.seq, o.rid
                 FROM outbox o JOIN records r ON r.rid = o.rid
                 LEFT JOIN outbox_delivery d ON d.rid = o.rid AND d.transport = ?2
                 WHERE o.sid = ?1 AND o.seq > ?3
@@ -176,7 +179,7 @@ extension Store {
             var out: [Pending] = []
             while try statement.step() {
                 let (version, seq) = try Reader.version(statement)
-                out.append(Pending(version: version, outboxSeq: seq))
+                out.append(Pending(version: version, outboxSeq: seq, rid: statement.int64(7)))
             }
             return out
         }
@@ -206,9 +209,6 @@ extension Store {
                             _ acks: [(key: RecordKey, hlc: Stamp)]) throws(FerryError) {
         let sid = try catalog.sid(space)
         try write("acknowledging \(acks.count) version(s) for \(transport)") { writer in
-            // With one transport, its acknowledgement of the queued version (or a later one)
-            // is every acknowledgement there is: the entry goes at once, with no per-transport
-            // row written only to be deleted again.
             let onlyTransport = writer.catalog.transports(of: sid).map(\.name) == [transport]
             let queued = try writer.db.cached(
                 "SELECT o.rid, o.hlc FROM records r JOIN outbox o ON o.rid = r.rid WHERE r.sid = ? AND r.entity = ? AND r.id = ?")
@@ -219,13 +219,42 @@ extension Store {
                 let found = try queued.step() ? (rid: queued.int64(0), hlc: queued.text(1).flatMap(Stamp.parse)) : nil
                 queued.reset()
                 guard let found, let queuedHLC = found.hlc else { continue }
-                if onlyTransport && ack.hlc >= queuedHLC {
-                    try writer.removeFromOutbox(rid: found.rid)
-                } else {
-                    try writer.recordAck(rid: found.rid, transport: transport, hlc: ack.hlc)
-                    try writer.pruneIfDelivered(rid: found.rid, sid: sid, hlc: queuedHLC)
-                }
+                try Self.acknowledge(rid: found.rid, queued: queuedHLC, acked: ack.hlc, sid: sid, transport: transport,
+                                     onlyTransport: onlyTransport, writer)
             }
+        }
+    }
+
+    /// `acknowledge` for versions read with `pending`, by their rows: no lookup by key.
+    public func acknowledge(space: String = Store.privateSpace, transport: String,
+                            rows acks: [(rid: Int64, hlc: Stamp)]) throws(FerryError) {
+        let sid = try catalog.sid(space)
+        try write("acknowledging \(acks.count) version(s) for \(transport)") { writer in
+            let onlyTransport = writer.catalog.transports(of: sid).map(\.name) == [transport]
+            let queued = try writer.db.cached("SELECT hlc FROM outbox WHERE rid = ? AND sid = ?")
+            for ack in acks {
+                queued.bind(1, ack.rid)
+                queued.bind(2, sid)
+                let queuedHLC = try queued.step() ? queued.text(0).flatMap(Stamp.parse) : nil
+                queued.reset()
+                guard let queuedHLC else { continue }
+                try Self.acknowledge(rid: ack.rid, queued: queuedHLC, acked: ack.hlc, sid: sid, transport: transport,
+                                     onlyTransport: onlyTransport, writer)
+            }
+        }
+    }
+
+    /// One acknowledgement of `acked` for the entry of `rid`, queued at `queued`. With one
+    /// transport, its acknowledgement of the queued version (or a later one) is every
+    /// acknowledgement there is: the entry goes at once, with no per-transport row written only
+    /// to be deleted again.
+    private static func acknowledge(rid: Int64, queued: Stamp, acked: Stamp, sid: Int64, transport: String,
+                                    onlyTransport: Bool, _ writer: Writer) throws {
+        if onlyTransport && acked >= queued {
+            try writer.removeFromOutbox(rid: rid)
+        } else {
+            try writer.recordAck(rid: rid, transport: transport, hlc: acked)
+            try writer.pruneIfDelivered(rid: rid, sid: sid, hlc: queued)
         }
     }
 

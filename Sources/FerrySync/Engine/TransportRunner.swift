@@ -162,6 +162,8 @@ final class TransportRunner: Sendable {
     private struct PreparedBatch: Sendable {
         var envelopes: [Envelope]
         var versions: [RecordVersion]
+        /// The store's row of each version (`Store.Pending.rid`), for acknowledging it.
+        var rids: [Int64]
         /// The outbox order of the last version in it (the next batch starts after it).
         var lastOutboxSeq: Int64
         /// More was pending than this batch holds.
@@ -267,6 +269,7 @@ final class TransportRunner: Sendable {
         guard !pending.isEmpty, !isPaused() else { return nil }
         var batch: [Envelope] = []
         var versions: [RecordVersion] = []
+        var rids: [Int64] = []
         var bytes = 0
         var last: Int64 = after
         for item in pending {
@@ -275,6 +278,7 @@ final class TransportRunner: Sendable {
             if !batch.isEmpty, bytes + size > batchBytes { break }
             batch.append(envelope)
             versions.append(item.version)
+            rids.append(item.rid)
             bytes += size
             last = item.outboxSeq
         }
@@ -282,19 +286,21 @@ final class TransportRunner: Sendable {
         let tooLarge = try await uploadAttachments(of: versions)
         var refused: [(RecordVersion, String)] = []
         if !tooLarge.isEmpty {
-            var kept: [Envelope] = [], keptVersions: [RecordVersion] = []
-            for (envelope, version) in zip(batch, versions) {
+            var kept: [Envelope] = [], keptVersions: [RecordVersion] = [], keptRIDs: [Int64] = []
+            for (i, (envelope, version)) in zip(batch, versions).enumerated() {
                 if let sha = version.attachments.first(where: { tooLarge[$0] != nil }), let why = tooLarge[sha] {
                     refused.append((version, "attachment \(sha.prefix(12))… is too large for \(name): \(why)"))
                 } else {
                     kept.append(envelope)
                     keptVersions.append(version)
+                    keptRIDs.append(rids[i])
                 }
             }
             batch = kept
             versions = keptVersions
+            rids = keptRIDs
         }
-        return PreparedBatch(envelopes: batch, versions: versions, lastOutboxSeq: last,
+        return PreparedBatch(envelopes: batch, versions: versions, rids: rids, lastOutboxSeq: last,
                              more: cutShort || pending.count >= limit, cutShort: cutShort, refused: refused)
     }
 
@@ -304,18 +310,18 @@ final class TransportRunner: Sendable {
         guard outcomes.count == batch.envelopes.count else {
             throw .transport(.unavailable("the transport answered \(outcomes.count) outcomes for \(batch.envelopes.count) envelopes"))
         }
-        var acks: [(key: RecordKey, hlc: Stamp)] = []
+        var acks: [(rid: Int64, hlc: Stamp)] = []
         var refusals: [(RecordVersion, String)] = batch.refused
-        for (version, outcome) in zip(batch.versions, outcomes) {
+        for (i, (version, outcome)) in zip(batch.versions, outcomes).enumerated() {
             switch outcome {
-            case .accepted, .duplicate: acks.append((version.key, version.hlc))
+            case .accepted, .duplicate: acks.append((batch.rids[i], version.hlc))
             case .rejected(let why): refusals.append((version, why))
             }
         }
         let acknowledged = acks
         let refused = refusals
         try await local("recording what \(name) stored") { () throws(FerryError) in
-            try store.acknowledge(space: space, transport: name, acknowledged)
+            try store.acknowledge(space: space, transport: name, rows: acknowledged)
             for (version, why) in refused {
                 try store.reject(space: space, transport: name, key: version.key, hlc: version.hlc, error: why)
             }

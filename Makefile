@@ -158,6 +158,8 @@ release: deps
 	[ -n "$$curl" ] || { echo "make: libcurl.so.4 not found (Debian package libcurl4, which the Swift toolchain needs)" >&2; exit 1; }; \
 	ln -sfn "$$curl" .build/link/libcurl.so
 	for product in ferryd ferryctl ferry-relay; do $(SWIFT) build $(RELEASE_FLAGS) --product $$product || exit 1; done
+	@# What `install` compares the sources with (SwiftPM leaves a product it need not relink alone).
+	touch "$(RELEASE_BIN)/.release-stamp"
 
 # Builds first (as the user running make), except under sudo, which would build as root in
 # the user's tree and whose PATH usually has no swift: then `make release` must have run.
@@ -168,7 +170,7 @@ install: deps
 	elif [ ! -x "$(RELEASE_BIN)/ferryd" ] || [ ! -x "$(RELEASE_BIN)/ferryctl" ] || [ ! -x "$(RELEASE_BIN)/ferry-relay" ]; then \
 	  echo "make: no release build in $(RELEASE_BIN): run 'make release' as yourself first, then 'sudo make install'" >&2; \
 	  exit 1; \
-	elif [ -n "$$(find Sources Package.swift -newer "$(RELEASE_BIN)/ferryd" -print -quit 2>/dev/null)" ]; then \
+	elif [ ! -e "$(RELEASE_BIN)/.release-stamp" ] || [ -n "$$(find Sources Package.swift -newer "$(RELEASE_BIN)/.release-stamp" -print -quit 2>/dev/null)" ]; then \
 	  echo "make: the release build in $(RELEASE_BIN) is older than the sources: run 'make release' as yourself again, then 'sudo make install'" >&2; \
 	  exit 1; \
 	fi

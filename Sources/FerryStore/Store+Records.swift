@@ -153,6 +153,17 @@ extension Store {
     }
 
     /// Checks a write against the record model and limits; changes nothing.
+    /// A record's entity and id as bytes, joined by NUL (which neither may hold): ids are
+    /// compared as given, bytewise, as the store compares them. One allocation.
+    private static func batchKey(entity: String, id: String) -> [UInt8] {
+        var key: [UInt8] = []
+        key.reserveCapacity(entity.utf8.count + 1 + id.utf8.count)
+        key += entity.utf8
+        key.append(0)
+        key += id.utf8
+        return key
+    }
+
     func prepare(_ operation: WriteOperation) throws(FerryError) -> PreparedWrite {
         switch operation {
         case .delete(let space, let entity, let id):
@@ -175,7 +186,7 @@ extension Store {
                 } catch {
                     throw (request.id == nil ? error.aboutRecordWithoutID() : error).inBatch(index: index, of: requests.count)
                 }
-                if requests.count > 1, !seen.insert(Array(request.entity.utf8) + [0] + Array(id.utf8)).inserted {
+                if requests.count > 1, !seen.insert(Self.batchKey(entity: request.entity, id: id)).inserted {
                     throw FerryError.invalidID(entity: request.entity, id: id, reason: "the batch holds this record more than once")
                         .inBatch(index: index, of: requests.count)
                 }

@@ -73,33 +73,33 @@ public final class VarlinkReplySink: Sendable {
     }
 
     /// `sendNow` for several replies in order, handed to the connection together (one job for
-    /// its event loop and one write, not one per reply). Stops at the first reply that has no
-    /// room, as `sendNow` would fail on it; the ones before it are sent.
+    /// its event loop and one write, not one per reply). A reply that has no room first sends
+    /// the ones gathered before it (on the event-loop thread they are written at once, which
+    /// can make room) and is tried again; when it still has no room it stops there, as
+    /// `sendNow` would fail on it, and the ones before it are sent.
     /// - Returns: how many replies were sent, and the error that stopped the rest (nil when
     ///   all were sent).
     public func sendNow(_ replies: [VarlinkEncodedReply]) -> (sent: Int, error: VarlinkSinkError?) {
         if finished.withLock({ $0 }) { return (0, .callFinished) }
         if suppressed { return (replies.count, nil) }
         guard streaming else { return (0, .notStreaming) }
-        if replies.count == 1 {
-            if let error = channel.output.tryReserve(replies[0].bytes.count) { return (0, error) }
-            channel.deliver(replies[0].bytes)
-            return (1, nil)
-        }
         var bytes: [UInt8] = []
         var sent = 0
-        var stop: VarlinkSinkError?
-        for reply in replies {
-            if let error = channel.output.tryReserve(reply.bytes.count) {
-                stop = error
-                break
+        var i = 0
+        while i < replies.count {
+            if let error = channel.output.tryReserve(replies[i].bytes.count) {
+                if bytes.isEmpty { return (sent, error) }
+                channel.deliver(bytes)
+                bytes = []
+                continue
             }
-            if bytes.isEmpty { bytes.reserveCapacity(replies.reduce(0) { $0 + $1.bytes.count }) }
-            bytes += reply.bytes
+            if bytes.isEmpty { bytes.reserveCapacity(replies[i...].reduce(0) { $0 + $1.bytes.count }) }
+            bytes += replies[i].bytes
             sent += 1
+            i += 1
         }
         if !bytes.isEmpty { channel.deliver(bytes) }
-        return (sent, stop)
+        return (sent, nil)
     }
 
     /// Marks the call finished; later `send`s throw `.callFinished`.

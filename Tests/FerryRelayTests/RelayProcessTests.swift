@@ -235,7 +235,26 @@ import Testing
         let waited = Date().timeIntervalSince(t0)
         #expect(pulled(idle).isEmpty && idle.json["cursor"] as? String != after)
         #expect(waited >= 1.9 && waited < 5, "waited \(waited) s")
+
+        // Stopping the relay answers waiting pulls (an empty page) instead of dropping them,
+        // with or without skipDevice, and after they were woken by their own device's push.
+        let parked = (0..<3).map { _ in ResponseBox() }
+        let last = try #require(idle.json["cursor"] as? String)
+        for (k, box) in parked.enumerated() {
+            let query = "/events?after=\(last)&wait=20" + (k == 0 ? "" : "&skipDevice=0000000000000007")
+            Thread { box.set(Result { try HTTPTestClient.call(port: relay.port, "GET", base + query, token: token) }) }.start()
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(try relay.call("POST", base + "/events", token: token, body: pushBody([from(7, 14)])).status == 200)
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(!parked[1].isDone && !parked[2].isDone)
+        // The pull that reads its device's events got the push at once.
+        #expect(pulled(try parked[0].wait(seconds: 10)).count == 1)
         #expect(relay.stop() == 0)
+        for box in parked[1...] {
+            let answer = try box.wait(seconds: 10)
+            #expect(answer.status == 200 && pulled(answer).isEmpty)
+        }
     }
 
     @Test(arguments: TestBackend.allCases) func compactionAndTombstoneRetention(_ backend: TestBackend) throws {

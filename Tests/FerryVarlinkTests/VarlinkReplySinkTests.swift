@@ -42,6 +42,40 @@ import Testing
         #expect(budget.total == 250)
     }
 
+    /// Several replies at once go to the connection together; where one has no room, the
+    /// ones before it are handed over first (written at once on the event loop, which makes
+    /// room), and only a reply that still has no room stops the rest.
+    @Test func sendsSeveralRepliesTogether() throws {
+        let replies = (0..<5).map { VarlinkEncodedReply(parameters: ["n": .int($0), "pad": .string(String(repeating: "x", count: 10))]) }
+        let size = replies[0].size
+        let (sink, output, delivered) = makeSink(limit: 1 << 20)
+        #expect(sink.sendNow(replies) == (5, nil))
+        #expect(delivered.messages.withLock { $0 } == [replies.flatMap(\.bytes)])
+        #expect(output.queuedBytes == 5 * size)
+
+        // Room for two and nobody writing: two are sent, in one hand-over, and the third stops.
+        let (slow, _, slowDelivered) = makeSink(limit: 2 * size + size / 2)
+        let (sent, error) = slow.sendNow(replies)
+        #expect(sent == 2 && error == .peerTooSlow(limit: 2 * size + size / 2))
+        #expect(slowDelivered.messages.withLock { $0 } == [replies[0].bytes + replies[1].bytes])
+
+        // A connection that writes what it is handed at once (the event-loop thread): all go.
+        let fast = ConnectionOutputState(limit: 2 * size + size / 2)
+        let written = Delivered()
+        let channel = ReplyChannel(output: fast, slowPeerGrace: .seconds(5)) { bytes in
+            written.messages.withLock { $0.append(bytes) }
+            fast.didWrite(bytes.count)
+        }
+        let inline = VarlinkReplySink(channel: channel, more: true, oneway: false)
+        #expect(inline.sendNow(replies) == (5, nil))
+        #expect(written.messages.withLock { $0.flatMap { $0 } } == replies.flatMap(\.bytes))
+        #expect(written.count == 3)
+
+        let (finished, _, _) = makeSink()
+        finished.finish()
+        #expect(finished.sendNow(replies) == (0, .callFinished))
+    }
+
     @Test func sendsContinuesReplies() async throws {
         let (sink, output, delivered) = makeSink()
         try await sink.send(["n": 1])

@@ -159,8 +159,8 @@ public final class MicroHTTPDServer: @unchecked Sendable {
         enum Phase {
             case new
             case collecting(RelayService.Prepared)
-            /// A long-poll parked until the deadline it was given first.
-            case waiting(RelayService.Prepared, deadline: ContinuousClock.Instant)
+            /// A long-poll parked until the deadline it was given first, having read up to `after`.
+            case waiting(RelayService.Prepared, deadline: ContinuousClock.Instant, after: Cursor)
             case done
         }
         let target: String
@@ -301,8 +301,10 @@ public final class MicroHTTPDServer: @unchecked Sendable {
                 body = .file(path: spool.path, size: Int(exchange.received))
             }
             return run(prepared, body: body, waiting: .asked, exchange, connection)
-        case .waiting(let prepared, let deadline):
-            return run(prepared, body: .none, waiting: .until(deadline), exchange, connection)
+        case .waiting(let prepared, let deadline, let after):
+            // Stopping: answer with what is there rather than wait again.
+            let waiting: RelayService.WaitAllowance = service.hub.isStopped ? .answerNow : .until(deadline, after: after)
+            return run(prepared, body: .none, waiting: waiting, exchange, connection)
         case .done:
             size.pointee = 0
             return MHD_Result.YES
@@ -314,8 +316,8 @@ public final class MicroHTTPDServer: @unchecked Sendable {
         switch service.handle(prepared, body: body, waiting: waiting) {
         case .respond(let response):
             return respond(response, exchange, connection)
-        case .wait(let owner, let generation, let deadline):
-            exchange.phase = .waiting(prepared, deadline: deadline)
+        case .wait(let owner, let generation, let deadline, let after):
+            exchange.phase = .waiting(prepared, deadline: deadline, after: after)
             MHD_suspend_connection(connection)
             let handle = ConnectionHandle(pointer: connection)
             if !service.hub.wait(owner: owner, generation: generation, deadline: deadline, fd: ferry_mhd_connection_fd(connection), resume: {

@@ -117,6 +117,12 @@ public final class LongPollHub: @unchecked Sendable {
     /// Linux's POLLRDHUP (the peer closed its end), which Glibc's module leaves out (_GNU_SOURCE).
     private static let pollRDHup: Int16 = 0x2000
 
+    /// True once `shutdown` ran: nothing waits any more.
+    public var isStopped: Bool {
+        condition.lock(); defer { condition.unlock() }
+        return state == .stopped
+    }
+
     /// How many waiters are parked.
     public var waitingCount: Int {
         condition.lock(); defer { condition.unlock() }

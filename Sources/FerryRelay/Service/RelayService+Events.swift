@@ -55,7 +55,18 @@ extension RelayService {
 
     /// `GET /v1/owners/{owner}/events`.
     func pull(_ owner: OwnerID, query: [String: String], waiting: WaitAllowance) throws(RelayError) -> Outcome {
-        let params = try PullParameters.parse(query, maxWait: configuration.maxWaitSeconds)
+        var params = try PullParameters.parse(query, maxWait: configuration.maxWaitSeconds)
+        // Nothing to send: wait for a push, up to the first deadline. A device woken by its own
+        // push (left out below) waits on, instead of answering an empty page at each push, and
+        // reads on from where its last read ended.
+        let deadline: ContinuousClock.Instant
+        switch waiting {
+        case .asked: deadline = .now + .seconds(params.waitSeconds)
+        case .until(let first, let after):
+            deadline = first
+            if after > params.after { params.after = after }
+        case .answerNow: deadline = .now
+        }
         let generation = hub.generation(owner)
         let page: EventPage
         do {
@@ -68,15 +79,8 @@ extension RelayService {
         if let skip = params.skipDevice {
             events.removeAll { $0.count >= 26 && $0[18..<26].elementsEqual(skip) }
         }
-        // Nothing to send: wait for a push, up to the first deadline. A device woken by its own
-        // push (left out above) waits on, instead of answering an empty page at each push.
-        let deadline: ContinuousClock.Instant
-        switch waiting {
-        case .asked: deadline = .now + .seconds(params.waitSeconds)
-        case .until(let first): deadline = first
-        }
         if events.isEmpty, !page.more, params.waitSeconds > 0, ContinuousClock.now < deadline {
-            return .wait(owner: owner, generation: generation, deadline: deadline)
+            return .wait(owner: owner, generation: generation, deadline: deadline, after: page.cursor)
         }
         return .respond(.json(200, [
             "events": .array(events.map { .string(Base64.encode($0)) }),

@@ -60,8 +60,9 @@ public final class RelayService: Sendable {
     public enum Outcome: Sendable {
         case respond(HTTPResponse)
         /// Park until a push to `owner` moves it past `generation`, or until `deadline`; then
-        /// call `handle` again with `waiting: .until(deadline)`.
-        case wait(owner: OwnerID, generation: UInt64, deadline: ContinuousClock.Instant)
+        /// call `handle` again with `waiting: .until(deadline, after: after)` (or `.answerNow`
+        /// when the relay is stopping).
+        case wait(owner: OwnerID, generation: UInt64, deadline: ContinuousClock.Instant, after: Cursor)
     }
 
     /// How long a long-poll may still wait.
@@ -70,8 +71,11 @@ public final class RelayService: Sendable {
         case asked
         /// A request woken from its wait: on until the deadline it first had (a push that gave
         /// it nothing to send, such as its own device's, does not end the wait), then it is
-        /// answered with what is there.
-        case until(ContinuousClock.Instant)
+        /// answered with what is there. `after` is where its last read ended (past events it
+        /// leaves out), so that waking again reads only what came since.
+        case until(ContinuousClock.Instant, after: Cursor)
+        /// Answer with what is there now (the relay is stopping).
+        case answerNow
     }
 
     /// Routes and authenticates `head`.

@@ -59,6 +59,39 @@ import Testing
         #expect(try store.outbox().isEmpty)
     }
 
+    /// Acknowledging by the rows `pending` gave does what acknowledging by key does: one
+    /// transport's ack waits for the other's; an ack of a version older than the one queued
+    /// since keeps the entry; with one transport an ack removes the entry at once.
+    @Test func acknowledgingByRowsAsByKey() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.addTransport(name: "folder", kind: "folder")
+        try store.addTransport(name: "relay", kind: "relay")
+        let r = try store.put(entity: "note", id: "N", payload: "{}")
+        let row = try #require(store.pending(transport: "folder").first)
+        #expect(row.version == r.version)
+        try store.acknowledge(transport: "folder", rows: [(row.rid, row.version.hlc)])
+        #expect(try store.pending(transport: "folder").isEmpty)
+        #expect(try store.outbox()[0].deliveries.map(\.transport) == ["folder"])
+        // Changed before the relay's ack of the old version: the new version stays queued.
+        let newer = try store.put(entity: "note", id: "N", payload: #"{"v":2}"#)
+        try store.acknowledge(transport: "relay", rows: [(row.rid, row.version.hlc)])
+        #expect(try store.pending(transport: "relay").map(\.version) == [newer.version])
+        #expect(try store.pending(transport: "folder").map(\.version) == [newer.version])
+        let again = try #require(store.pending(transport: "relay").first)
+        #expect(again.rid == row.rid, "a record keeps its row")
+        for t in ["folder", "relay"] { try store.acknowledge(transport: t, rows: [(again.rid, again.version.hlc)]) }
+        #expect(try store.outbox().isEmpty)
+
+        // One transport: its ack is all there is.
+        try store.removeTransport(name: "relay")
+        let one = try store.put(entity: "note", id: "M", payload: "{}")
+        let oneRow = try #require(store.pending(transport: "folder").first)
+        #expect(oneRow.version == one.version)
+        try store.acknowledge(transport: "folder", rows: [(oneRow.rid, oneRow.version.hlc)])
+        #expect(try store.outbox().isEmpty)
+    }
+
     /// A transport whose host lost its data starts over: its cursor and progress go and every
     /// record is queued for it again; the other transport, which has them all, is not sent
     /// them again.

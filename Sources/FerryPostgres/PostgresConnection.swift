@@ -82,17 +82,28 @@ public final class PostgresConnection: @unchecked Sendable {
     /// - Throws: `PostgresError` with the server's SQLSTATE and message.
     @discardableResult
     public func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresResult {
+        try execute(sql, parameters, prepared: true)
+    }
+
+    /// `execute`, planned for these very parameters each time (`prepared: false`): for a
+    /// statement whose best plan depends on them or on how large the tables have grown since
+    /// (a lookup of many keys at once), where a plan kept from a first run on a small table
+    /// would stay a sequential scan.
+    public func execute(_ sql: String, _ parameters: [PostgresValue], prepared usePrepared: Bool) throws(PostgresError) -> PostgresResult {
         if parameters.isEmpty {
             return try check(PQexecParams(handle, sql, 0, nil, nil, nil, nil, 1), sql: sql)
         }
-        let name: String
-        if let existing = prepared[sql] {
+        var name: String?
+        if !usePrepared {
+            name = nil
+        } else if let existing = prepared[sql] {
             name = existing
         } else {
-            name = "ferry_\(prepared.count + 1)"
+            let fresh = "ferry_\(prepared.count + 1)"
             let types = parameters.map(\.typeOID)
-            _ = try check(PQprepare(handle, name, sql, Int32(types.count), types), sql: sql)
-            prepared[sql] = name
+            _ = try check(PQprepare(handle, fresh, sql, Int32(types.count), types), sql: sql)
+            prepared[sql] = fresh
+            name = fresh
         }
         let buffers = parameters.map(\.binary)
         var pointers: [UnsafeMutablePointer<CChar>?] = buffers.map { b in
@@ -106,9 +117,14 @@ public final class PostgresConnection: @unchecked Sendable {
         defer { for p in pointers { p?.deallocate() } }
         let lengths = buffers.map { Int32($0?.count ?? 0) }
         let formats = [Int32](repeating: 1, count: buffers.count)
+        let types = parameters.map(\.typeOID)
         let result = pointers.withUnsafeMutableBufferPointer { values in
             values.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: values.count) { v in
-                PQexecPrepared(handle, name, Int32(buffers.count), v, lengths, formats, 1)
+                if let name {
+                    PQexecPrepared(handle, name, Int32(buffers.count), v, lengths, formats, 1)
+                } else {
+                    PQexecParams(handle, sql, Int32(buffers.count), types, v, lengths, formats, 1)
+                }
             }
         }
         return try check(result, sql: sql)

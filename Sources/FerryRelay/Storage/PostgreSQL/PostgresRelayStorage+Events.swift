@@ -2,36 +2,61 @@ import FerryPostgres
 import FerrySync
 
 extension PostgresRelayStorage {
+    /// A push in a fixed number of round trips, whatever its size: the batch's events and
+    /// streams already stored are read in two queries, each event is decided here in order (as
+    /// one by one: a duplicate event id, a stored version as new or newer, or a newer version
+    /// that replaces the stored one), then the replaced rows go in one DELETE and the new rows
+    /// come in one INSERT.
     public func push(_ owner: OwnerID, events: [IncomingEvent], quotaBytes defaultQuota: Int64, now: Int64) throws(RelayStorageError) -> [PushOutcome] {
         try run("storing events", write: true) { db in
             // The owner's row lock serializes this owner's pushes across every relay process.
             let (before, firstSeq) = try lockOwner(db, owner)
             let o = PostgresValue.bytes(owner.bytes)
+            // Event ids stored now (other streams' rows included), and each stream's row. Planned
+            // for each push: a plan kept from when the table was small would scan it whole.
+            var storedEvents = Set<[UInt8]>()
+            let known = try db.execute("""
+                SELECT event FROM events WHERE owner = $1 AND event = ANY(ARRAY(SELECT decode(h, 'hex') FROM unnest($2::text[]) h))
+                """, [o, .text(Self.hexArray(events.map(\.event.bytes)))], prepared: false)
+            for row in 0..<known.count { if let e = known.bytes(row, 0) { storedEvents.insert(e) } }
+            struct Current { var id: Int64?; var stamp: [UInt8]; var event: [UInt8]; var size: Int64; var pending: Int? }
+            var streams: [[UInt8]: Current] = [:]
+            let rows = try db.execute("""
+                SELECT stream, id, stamp, event, length(data)::bigint FROM events
+                WHERE owner = $1 AND stream = ANY(ARRAY(SELECT decode(h, 'hex') FROM unnest($2::text[]) h))
+                """, [o, .text(Self.hexArray(events.map(\.stream.bytes)))], prepared: false)
+            for row in 0..<rows.count {
+                guard let stream = rows.bytes(row, 0) else { continue }
+                streams[stream] = Current(id: rows.int64(row, 1), stamp: rows.bytes(row, 2) ?? [], event: rows.bytes(row, 3) ?? [],
+                                          size: rows.int64(row, 4), pending: nil)
+            }
+
             var nextSeq = firstSeq
             var outcomes: [PushOutcome] = []
+            outcomes.reserveCapacity(events.count)
             var addedEvents: Int64 = 0, addedBytes: Int64 = 0
-            for e in events {
-                let known = try db.execute("SELECT 1 FROM events WHERE owner = $1 AND event = $2", [o, .bytes(e.event.bytes)])
-                if known.count > 0 { outcomes.append(.duplicate); continue }
-
-                let current = try db.execute("SELECT id, stamp FROM events WHERE owner = $1 AND stream = $2", [o, .bytes(e.stream.bytes)])
-                if current.count > 0 {
-                    let stamp = current.bytes(0, 1) ?? []
-                    if !stamp.lexicographicallyPrecedes(e.stampKey) {
+            var removed: [Int64] = []
+            // The rows to insert, by their index in `events`; one replaced within the batch is
+            // dropped again (its seq stays used, as one by one).
+            var inserts: [(index: Int, seq: Int64)?] = []
+            for (index, e) in events.enumerated() {
+                let event = e.event.bytes, stream = e.stream.bytes
+                if storedEvents.contains(event) { outcomes.append(.duplicate); continue }
+                if let current = streams[stream] {
+                    if !current.stamp.lexicographicallyPrecedes(e.stampKey) {
                         // Same stamp: the same version under another event id; either way the
                         // stored one stays current.
-                        outcomes.append(stamp == e.stampKey ? .duplicate : .superseded)
+                        outcomes.append(current.stamp == e.stampKey ? .duplicate : .superseded)
                         continue
                     }
-                    let removed = try db.execute("DELETE FROM events WHERE id = $1 RETURNING length(data)::bigint", [.int(current.int64(0, 0))])
-                    for row in 0..<removed.count {
-                        addedEvents -= 1; addedBytes -= removed.int64(row, 0)
-                    }
+                    if let id = current.id { removed.append(id) }
+                    if let pending = current.pending { inserts[pending] = nil }
+                    storedEvents.remove(current.event)
+                    addedEvents -= 1; addedBytes -= current.size
                 }
-                try db.execute("""
-                    INSERT INTO events(owner, seq, event, stream, stamp, deleted, stored_at, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-                    """, [o, .int(nextSeq), .bytes(e.event.bytes), .bytes(e.stream.bytes), .bytes(e.stampKey), .bool(e.deleted),
-                          .int(now), .bytes(e.bytes)])
+                streams[stream] = Current(id: nil, stamp: e.stampKey, event: event, size: Int64(e.bytes.count), pending: inserts.count)
+                inserts.append((index, nextSeq))
+                storedEvents.insert(event)
                 nextSeq += 1
                 addedEvents += 1; addedBytes += Int64(e.bytes.count)
                 outcomes.append(.stored)
@@ -39,6 +64,23 @@ extension PostgresRelayStorage {
             let quota = before.quotaOverride ?? defaultQuota
             if addedBytes > 0, before.usedBytes + addedBytes > quota {
                 throw RelayStorageError.quotaExceeded(quotaBytes: quota, usedBytes: before.usedBytes, neededBytes: addedBytes)
+            }
+            if !removed.isEmpty {
+                try db.execute("DELETE FROM events WHERE id = ANY($1::text::bigint[])",
+                               [.text("{" + removed.map(String.init).joined(separator: ",") + "}")])
+            }
+            let rowsToInsert = inserts.compactMap { $0 }
+            if !rowsToInsert.isEmpty {
+                let chosen = rowsToInsert.map { events[$0.index] }
+                try db.execute("""
+                    INSERT INTO events(owner, seq, event, stream, stamp, deleted, stored_at, data)
+                    SELECT $1, s, decode(e, 'hex'), decode(st, 'hex'), decode(sk, 'hex'), d, $7, decode(x, 'hex')
+                    FROM unnest($2::text::bigint[], $3::text[], $4::text[], $5::text[], $6::text::boolean[], $8::text[]) AS t(s, e, st, sk, d, x)
+                    """, [o, .text("{" + rowsToInsert.map { String($0.seq) }.joined(separator: ",") + "}"),
+                          .text(Self.hexArray(chosen.map(\.event.bytes))), .text(Self.hexArray(chosen.map(\.stream.bytes))),
+                          .text(Self.hexArray(chosen.map(\.stampKey))),
+                          .text("{" + chosen.map { $0.deleted ? "t" : "f" }.joined(separator: ",") + "}"),
+                          .int(now), .text(Self.hexArray(chosen.map(\.bytes)))])
             }
             try db.execute("""
                 UPDATE owners SET next_seq = $1, events = events + $2, event_bytes = event_bytes + $3, last_push_at = $4 WHERE owner = $5
@@ -49,6 +91,26 @@ extension PostgresRelayStorage {
             }
             return outcomes
         }
+    }
+
+    /// `values` as a PostgreSQL text array of lowercase hex strings (`{0a1b,ff00}`), for
+    /// `decode(h, 'hex')` on its elements: hex digits need no quoting in an array literal.
+    static func hexArray(_ values: [[UInt8]]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(2 + values.reduce(0) { $0 + 2 * $1.count + 3 })
+        out.append(UInt8(ascii: "{"))
+        for (i, value) in values.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            // An empty element must be quoted; hex of one byte or more never needs it.
+            if value.isEmpty { out += Array(#""""#.utf8); continue }
+            for byte in value {
+                out.append(digits[Int(byte >> 4)])
+                out.append(digits[Int(byte & 0x0f)])
+            }
+        }
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 
     public func pull(_ owner: OwnerID, after cursor: Cursor, limit: Int, maxBytes: Int) throws(RelayStorageError) -> EventPage {

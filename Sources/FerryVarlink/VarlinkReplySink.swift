@@ -83,22 +83,29 @@ public final class VarlinkReplySink: Sendable {
         if finished.withLock({ $0 }) { return (0, .callFinished) }
         if suppressed { return (replies.count, nil) }
         guard streaming else { return (0, .notStreaming) }
-        var bytes: [UInt8] = []
+        // Replies `first..<sent` are reserved and not handed over yet.
+        var first = 0
         var sent = 0
-        var i = 0
-        while i < replies.count {
-            if let error = channel.output.tryReserve(replies[i].bytes.count) {
-                if bytes.isEmpty { return (sent, error) }
+        func handOver() {
+            if sent - first == 1 {
+                channel.deliver(replies[first].bytes)   // one reply: its own buffer, no copy
+            } else if sent > first {
+                var bytes: [UInt8] = []
+                bytes.reserveCapacity(replies[first..<sent].reduce(0) { $0 + $1.bytes.count })
+                for reply in replies[first..<sent] { bytes += reply.bytes }
                 channel.deliver(bytes)
-                bytes = []
+            }
+            first = sent
+        }
+        while sent < replies.count {
+            if let error = channel.output.tryReserve(replies[sent].bytes.count) {
+                if sent == first { return (sent, error) }
+                handOver()
                 continue
             }
-            if bytes.isEmpty { bytes.reserveCapacity(replies[i...].reduce(0) { $0 + $1.bytes.count }) }
-            bytes += replies[i].bytes
             sent += 1
-            i += 1
         }
-        if !bytes.isEmpty { channel.deliver(bytes) }
+        handOver()
         return (sent, nil)
     }
 

@@ -12,10 +12,18 @@ import FerryJSON
 /// relay's `too_large`, or a proxy's body limit), 429 rate limited with `Retry-After`, other 4xx
 /// (another 409 too) rejected, 5xx and network errors unavailable.
 /// The bearer token is sent, never logged or put in an error.
+///
+/// Requests to an `http://` relay go through `HTTP1Client` (keep-alive connections of its own,
+/// blocking I/O off the cooperative pool), the others through `session` (URLSession, which has
+/// the TLS). Blob transfers from and to files (`putBlob`, `getBlob`) use URLSession for both.
 struct RelayHTTP: Sendable {
     let base: URL
     let token: String?
     let session: URLSession
+    /// For an `http://` base, the client `send` and `sendUnlessTimedOut` use instead of
+    /// `session`, with the session's timeout; nil for `https://`, and when the environment
+    /// names a proxy (see `namesProxy`).
+    let client: HTTP1Client?
 
     /// The largest reply body read into memory (a page of envelopes).
     static let maxReplyBytes = 64 << 20
@@ -42,10 +50,28 @@ struct RelayHTTP: Sendable {
         return URLSession(configuration: configuration)
     }
 
-    init(base: URL, token: String?, session: URLSession) {
+    /// - Parameter environment: the process's environment, for the proxy variables.
+    init(base: URL, token: String?, session: URLSession, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.base = base
         self.token = token
         self.session = session
+        let timeout = Duration.milliseconds(Int64(session.configuration.timeoutIntervalForRequest * 1000))
+        client = Self.namesProxy(environment) ? nil
+            : try? HTTP1Client(base: base, timeout: timeout, maxIdle: session.configuration.httpMaximumConnectionsPerHost,
+                               maxBodyBytes: Self.maxReplyBytes)
+    }
+
+    /// Whether `environment` names a proxy that libcurl (so URLSession) would send `http://`
+    /// requests through: `http_proxy` (curl reads only the lower-case one for http), `all_proxy`
+    /// or `ALL_PROXY`. `HTTP1Client` connects only directly, so then every request stays on
+    /// URLSession, which goes through the proxy and honours `no_proxy` as before.
+    static func namesProxy(_ environment: [String: String]) -> Bool {
+        ["http_proxy", "all_proxy", "ALL_PROXY"].contains { !(environment[$0] ?? "").trimmingCharacters(in: .whitespaces).isEmpty }
+    }
+
+    /// Closes the idle connections of `client` (URLSession's are the session's own).
+    func close() {
+        client?.close()
     }
 
     func url(_ path: String, query: [(String, String)] = []) -> URL {
@@ -77,23 +103,48 @@ struct RelayHTTP: Sendable {
     /// `send`, but nil when the request timed out (no progress for the session's timeout), for
     /// a caller that tries again with less.
     func sendUnlessTimedOut(_ request: URLRequest, what: String, advice: Bool = true) async throws(TransportFailure) -> Reply? {
-        let data: Data
-        let response: URLResponse
-        do {
-            (data, response) = try await SessionCall.data(session, request)
-        } catch {
-            if Task.isCancelled { throw .unavailable("\(what): cancelled") }
-            if (error as? URLError)?.code == .timedOut { return nil }
-            throw .unavailable(unreachable(what, error))
+        let reply: Reply
+        if let client {
+            let response: HTTP1Response
+            do {
+                response = try await client.send(Self.http1(request))
+            } catch {
+                if Task.isCancelled || error == .cancelled { throw .unavailable("\(what): cancelled") }
+                if error == .timedOut { return nil }
+                throw .unavailable(unreachable(what, error))
+            }
+            reply = Reply(status: response.status, body: Data(response.body), headers: response.headers)
+        } else {
+            let data: Data
+            let response: URLResponse
+            do {
+                (data, response) = try await SessionCall.data(session, request)
+            } catch {
+                if Task.isCancelled { throw .unavailable("\(what): cancelled") }
+                if (error as? URLError)?.code == .timedOut { return nil }
+                throw .unavailable(unreachable(what, error))
+            }
+            guard let http = response as? HTTPURLResponse else { throw .unavailable("\(what): not an HTTP reply") }
+            var headers: [String: String] = [:]
+            for (k, v) in http.allHeaderFields {
+                if let k = k as? String, let v = v as? String { headers[k.lowercased()] = v }
+            }
+            reply = Reply(status: http.statusCode, body: data.count > Self.maxReplyBytes ? Data() : data, headers: headers)
         }
-        guard let http = response as? HTTPURLResponse else { throw .unavailable("\(what): not an HTTP reply") }
-        var headers: [String: String] = [:]
-        for (k, v) in http.allHeaderFields {
-            if let k = k as? String, let v = v as? String { headers[k.lowercased()] = v }
-        }
-        let reply = Reply(status: http.statusCode, body: data.count > Self.maxReplyBytes ? Data() : data, headers: headers)
-        if (200..<300).contains(http.statusCode) || http.statusCode == 404 { return reply }
+        if (200..<300).contains(reply.status) || reply.status == 404 { return reply }
         throw Self.failure(reply, what: what, base: base, sentToken: token != nil, advice: advice)
+    }
+
+    /// `request` (made by `request(_:_:query:json:)`) for `HTTP1Client`: its method, the path
+    /// and query of its URL as they are encoded there, its headers and body.
+    static func http1(_ request: URLRequest) -> HTTP1Request {
+        var target = "/"
+        if let url = request.url, let components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
+            target = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+            if let query = components.percentEncodedQuery { target += "?" + query }
+        }
+        let headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
+        return HTTP1Request(method: request.httpMethod ?? "GET", target: target, headers: headers, body: request.httpBody)
     }
 
     /// What a request that timed out says.
@@ -111,6 +162,7 @@ struct RelayHTTP: Sendable {
     /// A network failure in words (FoundationNetworking on Linux describes them only by number;
     /// for the ones it does not name it passes libcurl's own text, which is used then).
     static func reason(_ error: any Error) -> String {
+        if let e = error as? HTTP1ClientError { return reason(e) }
         guard let e = error as? URLError else { return "\(error)" }
         let detail = ((e as NSError).userInfo[NSLocalizedDescriptionKey] as? String)?
             .trimmingCharacters(in: .whitespacesAndNewlines).prefix(200)
@@ -146,6 +198,28 @@ struct RelayHTTP: Sendable {
                 return "the connection failed: \(detail)"
             }
             return "the connection failed (network error \(e.code.rawValue))"
+        }
+    }
+
+    /// `HTTP1Client`'s failures in the words of URLSession's same failures above.
+    static func reason(_ error: HTTP1ClientError) -> String {
+        switch error {
+        case .timedOut: return "no answer in time"
+        case .connectFailed(let code) where code == ECONNREFUSED:
+            return "the connection was refused (is ferry-relay running and listening there?)"
+        case .connectFailed(let code) where code == ENETUNREACH: return "this machine has no network"
+        case .connectFailed(let code): return "the connection failed: \(HTTP1ClientError.text(code))"
+        case .unresolvable: return "its host name does not resolve"
+        case .connectionFailed(let sending, let code):
+            return "the connection failed: \(HTTP1ClientError.text(code)) (\(sending ? "sending the request" : "reading the answer"))"
+        case .closedBeforeAnswer: return "the connection was closed before any answer (the relay, or something between, dropped it)"
+        case .closedMidAnswer: return "the connection was lost (closed in the middle of the answer)"
+        case .notHTTP(.bodyTooLarge(let limit)): return "its answer is over the \(limit >> 20) MiB a reply may have"
+        case .notHTTP(let why): return "the answer is not HTTP (\(why))"
+        case .unsupportedURL: return "the URL is not an http or https URL"
+        case .invalidRequest: return "a request header holds a line break"
+        case .cancelled: return "cancelled"
+        case .system(let call, let code): return "the connection failed: \(call): \(HTTP1ClientError.text(code))"
         }
     }
 

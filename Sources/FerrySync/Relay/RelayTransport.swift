@@ -58,7 +58,8 @@ public final class RelayTransport: Transport {
 
     /// Two pushes at once: one is stored while the next is on its way (a relay stores pushes
     /// that arrive together in one transaction). Its sessions allow 4 connections, so a
-    /// waiting pull and blob transfers still have room.
+    /// waiting pull and blob transfers still have room (the HTTP/1.1 client of an `http://`
+    /// relay opens a connection per request in flight and keeps up to 4 idle).
     public var pushesInFlight: Int { 2 }
     /// The relay takes 2,000 events per push in a body of at most its MaxBodyBytes (8 MiB by
     /// default); 4 MiB of envelopes are about 5.4 MiB in base64. Per push a relay commits (and
@@ -222,6 +223,7 @@ public final class RelayTransport: Transport {
     }
 
     public func close() async {
+        http.close()
         session.invalidateAndCancel()
         blobSession.invalidateAndCancel()
     }

@@ -1,0 +1,139 @@
+import Foundation
+import Synchronization
+
+/// A small HTTP/1.1 client for one `http://` server (a relay's base URL), in place of
+/// URLSession there: URLSession on Linux runs each request through libcurl and libdispatch's
+/// sources and queues, whose thread wake-ups per request cost a sending ferryd about a third of
+/// its CPU. `https://` stays on URLSession (there is no TLS library here).
+///
+/// What it promises:
+/// - Keep-alive: up to `maxIdle` idle connections are kept and reused (the most recently used
+///   first; one idle for `maxIdleAge`, or that the server closed, is dropped instead).
+/// - A request whose reused connection fails before any byte of a response (the server closed
+///   it as the request went out) is sent once more on a fresh connection, when the request is
+///   idempotent; a POST is never sent twice: its failure is thrown.
+/// - A request is given up after `timeout` without a byte sent or received (connecting too),
+///   so a long-poll that waits less than `timeout` is not cut.
+/// - The blocking socket work runs on a dispatch thread, never on the cooperative pool; a
+///   request whose task is cancelled ends at once and its connection is closed, not reused.
+/// - Response heads are capped at 64 KiB and bodies at `maxBodyBytes`.
+final class HTTP1Client: Sendable {
+    /// The server's host (a name, or an IPv4 or IPv6 address without brackets) and port.
+    let host: String
+    let port: Int
+    /// `host[:port]` as the `Host` header gives it.
+    let hostHeader: String
+    let timeout: Duration
+    let maxIdle: Int
+    let maxBodyBytes: Int
+    /// Idle connections older than this are closed rather than reused: below the relay's
+    /// default `ConnectionTimeoutSeconds` (30), so a reused one is rarely closed under a request.
+    static let maxIdleAge: Duration = .seconds(20)
+
+    private struct Pool {
+        var idle: [(connection: HTTP1Connection, since: ContinuousClock.Instant)] = []
+        var closed = false
+    }
+
+    private let pool = Mutex(Pool())
+
+    /// - Parameters:
+    ///   - base: an `http://` URL; its path is not used (requests carry their own).
+    ///   - timeout: how long a request may go without progress.
+    /// - Throws: `.unsupportedURL` when `base` is not `http://host[:port]`.
+    init(base: URL, timeout: Duration, maxIdle: Int = 4, maxBodyBytes: Int) throws(HTTP1ClientError) {
+        guard base.scheme?.lowercased() == "http", var host = base.host, !host.isEmpty else { throw .unsupportedURL }
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        let port = base.port ?? 80
+        guard (1...65535).contains(port) else { throw .unsupportedURL }
+        self.host = host
+        self.port = port
+        let bracketed = host.contains(":") ? "[\(host)]" : host
+        hostHeader = base.port == nil ? bracketed : "\(bracketed):\(port)"
+        self.timeout = timeout
+        self.maxIdle = maxIdle
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    /// Sends `request` and reads its response (of any status).
+    /// - Throws: `HTTP1ClientError`: `.cancelled` when the awaiting task was cancelled,
+    ///   `.timedOut`, or why the connection or the response failed.
+    func send(_ request: HTTP1Request) async throws(HTTP1ClientError) -> HTTP1Response {
+        let cancellation = try HTTP1Cancellation()
+        defer { cancellation.close() }
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTP1Response, HTTP1ClientError>, Never>) in
+                // A serial queue of its own: libdispatch runs serial queues on its overcommit
+                // threads, which it adds as they block. A concurrent queue (`Blocking`'s) gets at
+                // most one thread per CPU at once on Linux, and one more a second beyond: a few
+                // long-polls would hold the store's work back by seconds.
+                DispatchQueue(label: "ferry.relay-http").async {
+                    continuation.resume(returning: Result { () throws(HTTP1ClientError) in try self.perform(request, cancellation) })
+                }
+            }
+        } onCancel: {
+            cancellation.cancel()
+        }
+        return try result.get()
+    }
+
+    /// Closes the idle connections; connections in use are closed when their requests end
+    /// instead of kept. Requests sent afterwards still work, on connections of their own.
+    /// (Releasing the client closes its idle connections too.)
+    func close() {
+        // Released (and so closed) after the statement, outside the lock.
+        _ = pool.withLock { pool in
+            pool.closed = true
+            defer { pool.idle = [] }
+            return pool.idle
+        }
+    }
+
+    /// The blocking part of `send`, on a thread of its own.
+    private func perform(_ request: HTTP1Request, _ cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> HTTP1Response {
+        let head = try request.head(host: hostHeader)
+        if cancellation.isCancelled { throw .cancelled }
+        if let reused = takeIdle() {
+            do {
+                return try exchange(request, head, on: reused, cancellation)
+            } catch {
+                guard request.isIdempotent, !reused.answered, !cancellation.isCancelled else { throw error }
+                switch error {
+                case .closedBeforeAnswer, .connectionFailed: break
+                default: throw error
+                }
+            }
+        }
+        let fresh = try HTTP1Connection.open(host: host, port: port, timeout: timeout, cancellation: cancellation)
+        return try exchange(request, head, on: fresh, cancellation)
+    }
+
+    private func exchange(_ request: HTTP1Request, _ head: [UInt8], on connection: HTTP1Connection,
+                          _ cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> HTTP1Response {
+        let parser = HTTP1ResponseParser(expectsBody: request.method != "HEAD", maxBodyBytes: maxBodyBytes)
+        let response = try connection.exchange(head: head, body: request.body, parser: parser, timeout: timeout, cancellation: cancellation)
+        // The connection of a cancelled request is closed, never pooled, even when its response
+        // came in whole.
+        if response.keepAlive && !cancellation.isCancelled { giveBack(connection) }
+        return response
+    }
+
+    /// The most recently used idle connection that is still open, if any.
+    private func takeIdle() -> HTTP1Connection? {
+        while true {
+            guard let entry = pool.withLock({ $0.idle.popLast() }) else { return nil }
+            if ContinuousClock.now - entry.since < Self.maxIdleAge && entry.connection.isIdleAndOpen { return entry.connection }
+            // Too old, or closed by the server: released (and closed) here.
+        }
+    }
+
+    /// Keeps `connection` for the next request, unless the pool is full or closed (then the
+    /// caller's release of it closes it).
+    private func giveBack(_ connection: HTTP1Connection) {
+        let now = ContinuousClock.now
+        pool.withLock { pool in
+            guard !pool.closed, pool.idle.count < maxIdle else { return }
+            pool.idle.append((connection, now))
+        }
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+import Glibc
+
+/// One TCP connection to an HTTP/1.1 server, driven by blocking calls on a thread outside
+/// Swift's cooperative pool: one request and its response at a time.
+///
+/// The socket is non-blocking; every wait is a poll(2) on it and on the request's
+/// `HTTP1Cancellation`, bounded by the request's timeout counted from the last byte sent or
+/// received, so a cancelled request ends at once and a stalled one after `timeout` without
+/// progress. The descriptor is closed when the connection is released.
+// @unchecked Sendable: a connection is used by one thread at a time (the request that made it or
+// took it from `HTTP1Client`'s pool, which hands it over under the pool's lock); `answered` and
+// the read buffer are touched only by that thread.
+final class HTTP1Connection: @unchecked Sendable {
+    private let fd: Int32
+    private let buffer: UnsafeMutableRawBufferPointer
+    /// Whether the last exchange received any byte of a response (a request that failed
+    /// before is safe to send again on a fresh connection, if it is idempotent).
+    private(set) var answered = false
+
+    /// Bytes read per recv(2): a page of events arrives in a few calls.
+    static let readSize = 128 << 10
+
+    private init(fd: Int32) {
+        self.fd = fd
+        buffer = .allocate(byteCount: Self.readSize, alignment: 16)
+    }
+
+    deinit {
+        _ = Glibc.close(fd)
+        buffer.deallocate()
+    }
+
+    /// Connects to `host` (a name, or a numeric IPv4 or IPv6 address) at `port`: each address
+    /// getaddrinfo(3) gives, in its order, until one takes the connection; TCP_NODELAY is set.
+    /// - Throws: `.unresolvable`, `.connectFailed` (the last address's errno), `.timedOut` when
+    ///   `timeout` passed, `.cancelled`, `.system`.
+    static func open(host: String, port: Int, timeout: Duration, cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> HTTP1Connection {
+        let deadline = ContinuousClock.now + timeout
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_NUMERICSERV
+        var list: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host, String(port), &hints, &list)
+        guard rc == 0, let list else {
+            let detail = rc == EAI_SYSTEM ? HTTP1ClientError.text(errno) : String(cString: gai_strerror(rc))
+            throw .unresolvable(host: host, detail: detail)
+        }
+        defer { freeaddrinfo(list) }
+        var failure = HTTP1ClientError.connectFailed(errno: ECONNREFUSED)
+        var next: UnsafeMutablePointer<addrinfo>? = list
+        while let address = next {
+            next = address.pointee.ai_next
+            do {
+                return try connect(address.pointee, deadline: deadline, cancellation: cancellation)
+            } catch {
+                guard case .connectFailed = error else { throw error }
+                failure = error
+            }
+        }
+        throw failure
+    }
+
+    private static func connect(_ address: addrinfo, deadline: ContinuousClock.Instant,
+                                cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> HTTP1Connection {
+        let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+        let fd = socket(address.ai_family, type, address.ai_protocol)
+        guard fd >= 0 else { throw .system(call: "socket", errno: errno) }
+        // Owned from here: closed on every way out but success.
+        let connection = HTTP1Connection(fd: fd)
+        if Glibc.connect(fd, address.ai_addr, address.ai_addrlen) != 0 {
+            let code = errno
+            guard code == EINPROGRESS || code == EINTR else { throw .connectFailed(errno: code) }
+            _ = try wait(fd, for: Int16(POLLOUT), until: deadline, cancellation: cancellation)
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 else { throw .system(call: "getsockopt", errno: errno) }
+            guard error == 0 else { throw .connectFailed(errno: error) }
+        }
+        var one: Int32 = 1
+        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        return connection
+    }
+
+    /// Whether an idle connection is still usable: false when the server closed it or sent
+    /// something unasked while it sat in the pool (reading it would be the next response's
+    /// start). Checked before reuse, so a request is not sent into a closed connection.
+    var isIdleAndOpen: Bool {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) == 0
+    }
+
+    /// Sends `head` and `body`, and reads the response.
+    /// - Returns: the response; its `keepAlive` is false when the connection is not to carry
+    ///   another request (the server said so, or answered before the whole body was sent, or
+    ///   sent more than one response).
+    /// - Throws: `.timedOut` after `timeout` without a byte sent or received, `.cancelled`,
+    ///   `.connectionFailed`, `.closedBeforeAnswer`, `.closedMidAnswer`, `.notHTTP`.
+    func exchange(head: [UInt8], body: Data?, parser: HTTP1ResponseParser, timeout: Duration,
+                  cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> HTTP1Response {
+        answered = false
+        var parser = parser
+        let sentAll: Bool
+        do {
+            sentAll = try send(head, body ?? Data(), timeout: timeout, cancellation: cancellation)
+        } catch {
+            // A server that refuses a body (413) may answer and close before reading it all:
+            // its answer is then in the receive buffer, and worth more than the send's error.
+            guard case .connectionFailed = error,
+                  var response = try? receive(&parser, timeout: timeout, cancellation: cancellation, waiting: false) else { throw error }
+            response.keepAlive = false
+            return response
+        }
+        var response = try receive(&parser, timeout: timeout, cancellation: cancellation, waiting: true)
+        if !sentAll || parser.unconsumed > 0 { response.keepAlive = false }
+        return response
+    }
+
+    /// Sends `head` then `body`, gathered in as few sendmsg(2) calls as the socket takes.
+    /// - Returns: false when the server sent something (an early answer, or its end) before
+    ///   all was sent: then the rest is not sent and the response is read.
+    private func send(_ head: [UInt8], _ body: Data, timeout: Duration, cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> Bool {
+        let result = head.withUnsafeBytes { head in
+            body.withUnsafeBytes { body in
+                Result { () throws(HTTP1ClientError) -> Bool in
+                    try send([head, body], timeout: timeout, cancellation: cancellation)
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    private func send(_ parts: [UnsafeRawBufferPointer], timeout: Duration, cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> Bool {
+        var vectors = parts.filter { $0.count > 0 }.map { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }
+        var first = 0
+        var lastProgress = ContinuousClock.now
+        while first < vectors.count {
+            if cancellation.isCancelled { throw .cancelled }
+            let sent = vectors.withUnsafeMutableBufferPointer { vectors -> Int in
+                var message = msghdr()
+                message.msg_iov = vectors.baseAddress! + first
+                message.msg_iovlen = vectors.count - first
+                return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+            }
+            if sent >= 0 {
+                lastProgress = .now
+                var left = sent
+                while left > 0 {
+                    let length = vectors[first].iov_len
+                    if left >= length {
+                        left -= length
+                        first += 1
+                    } else {
+                        vectors[first].iov_base += left
+                        vectors[first].iov_len -= left
+                        left = 0
+                    }
+                }
+                continue
+            }
+            let code = errno
+            if code == EINTR { continue }
+            guard code == EAGAIN || code == EWOULDBLOCK else { throw .connectionFailed(sending: true, errno: code) }
+            let events = try Self.wait(fd, for: Int16(POLLOUT) | Int16(POLLIN), until: lastProgress + timeout, cancellation: cancellation)
+            if events & Int16(POLLIN) != 0 { return false }
+        }
+        return true
+    }
+
+    /// Reads until `parser` has a whole response. `waiting` false: only what is already
+    /// received (then `.closedMidAnswer` stands for "not all of it is here").
+    private func receive(_ parser: inout HTTP1ResponseParser, timeout: Duration, cancellation: HTTP1Cancellation,
+                         waiting: Bool) throws(HTTP1ClientError) -> HTTP1Response {
+        var lastProgress = ContinuousClock.now
+        while true {
+            if cancellation.isCancelled { throw .cancelled }
+            let n = recv(fd, buffer.baseAddress, buffer.count, 0)
+            if n > 0 {
+                answered = true
+                lastProgress = .now
+                do {
+                    if case .complete(let response) = try parser.parse(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) { return response }
+                } catch {
+                    throw .notHTTP(error)
+                }
+                continue
+            }
+            if n == 0 {
+                guard answered else { throw .closedBeforeAnswer }
+                do { return try parser.finish() } catch { throw .closedMidAnswer }
+            }
+            let code = errno
+            if code == EINTR { continue }
+            guard code == EAGAIN || code == EWOULDBLOCK else { throw .connectionFailed(sending: false, errno: code) }
+            guard waiting else { throw .closedMidAnswer }
+            _ = try Self.wait(fd, for: Int16(POLLIN), until: lastProgress + timeout, cancellation: cancellation)
+        }
+    }
+
+    /// Waits until `fd` reports one of `events` (or an error or hang-up), `cancellation` fires,
+    /// or `deadline` passes.
+    /// - Returns: the events `fd` reported.
+    /// - Throws: `.cancelled`, `.timedOut`, `.system` when poll(2) fails.
+    private static func wait(_ fd: Int32, for events: Int16, until deadline: ContinuousClock.Instant,
+                             cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> Int16 {
+        while true {
+            if cancellation.isCancelled { throw .cancelled }
+            let now = ContinuousClock.now
+            guard now < deadline else { throw .timedOut }
+            let left = (deadline - now).components
+            // Rounded up, so a wait never ends a hair before the deadline and spins.
+            let milliseconds = min(left.seconds * 1000 + left.attoseconds / 1_000_000_000_000_000 + 1, Int64(Int32.max))
+            var entries = (pollfd(fd: fd, events: events, revents: 0), pollfd(fd: cancellation.waitFD, events: Int16(POLLIN), revents: 0))
+            let ready = withUnsafeMutablePointer(to: &entries) {
+                $0.withMemoryRebound(to: pollfd.self, capacity: 2) { poll($0, 2, Int32(milliseconds)) }
+            }
+            if ready < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                throw .system(call: "poll", errno: code)
+            }
+            if entries.1.revents != 0 { throw .cancelled }
+            if ready > 0 && entries.0.revents != 0 { return entries.0.revents }
+        }
+    }
+}

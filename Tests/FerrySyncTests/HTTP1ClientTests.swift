@@ -105,6 +105,20 @@ import Testing
         #expect(failure == .closedBeforeAnswer, "\(String(describing: failure))")
         try await Task.sleep(for: .milliseconds(100))
         #expect(posts.connections == 1 && posts.requests.filter { $0.hasPrefix("POST") }.count == 1)
+
+        // A relay push may go twice (the relay stores each event once): it is sent again.
+        let pushes = try ScriptedHTTPServer(script)
+        let again2 = try Self.client(pushes)
+        _ = try await again2.send(Self.get)
+        let push = RelayHTTP.http1({ var r = URLRequest(url: URL(string: "http://127.0.0.1:\(pushes.port)/v1/owners/x/events")!)
+                                     r.httpMethod = "POST"; r.httpBody = Data("[]".utf8); return r }())
+        #expect(push.isIdempotent)
+        #expect(try await again2.send(push).status == 200)
+        #expect(pushes.connections == 2 && pushes.requests.filter { $0.hasPrefix("POST") }.count == 2)
+        // Redeeming a pairing code is not sent twice.
+        var pair = URLRequest(url: URL(string: "http://127.0.0.1:1/v1/pair")!)
+        pair.httpMethod = "POST"
+        #expect(!RelayHTTP.http1(pair).isIdempotent)
     }
 
     /// A kept connection the relay closed while it sat idle is not used: even a POST then goes
@@ -322,6 +336,22 @@ import Testing
         let failure = await Self.failure("http://127.0.0.1:\(server.port)")
         #expect(failure == .rateLimited(retryAfter: .seconds(7), "pulling: the relay answered 429 (rate_limited): slow down"))
         #expect(server.requests.first?.contains("\r\nAuthorization: Bearer \(Self.token)\r\n") == true)
+    }
+
+    /// A redirect is not followed (the token would go wherever it points): the error names
+    /// where it points and what to do.
+    @Test func aRedirectIsNotFollowedAndSaysWhere() async throws {
+        let server = try Self.server { peer in
+            guard peer.readRequest() != nil else { return }
+            peer.answer("", status: "301 Moved Permanently", headers: "Location: https://relay.example.org/\r\n")
+        }
+        let failure = await Self.failure("http://127.0.0.1:\(server.port)")
+        guard case .unavailable(let text)? = failure else {
+            Issue.record("\(String(describing: failure))")
+            return
+        }
+        #expect(text.contains("answered 301") && text.contains("redirects to https://relay.example.org/"), "\(text)")
+        #expect(server.requests.count == 1)
     }
 
     /// Every `HTTP1ClientError` has its words; none is a bare enum case name.

@@ -33,8 +33,11 @@ final class HTTP1Connection: @unchecked Sendable {
 
     /// Connects to `host` (a name, or a numeric IPv4 or IPv6 address) at `port`: each address
     /// getaddrinfo(3) gives, in its order, until one takes the connection; TCP_NODELAY is set.
-    /// - Throws: `.unresolvable`, `.connectFailed` (the last address's errno), `.timedOut` when
-    ///   `timeout` passed, `.cancelled`, `.system`.
+    /// An address that fails in any way (refused, unreachable, no socket of its family, no
+    /// answer within its share of the time) passes to the next: while others follow, one gets at
+    /// most `perAddress`, so a name whose IPv6 address leads nowhere still reaches its IPv4 one.
+    /// - Throws: `.unresolvable`; when every address failed, the most telling failure (refused
+    ///   before timed out before unreachable); `.timedOut` when `timeout` passed; `.cancelled`.
     static func open(host: String, port: Int, timeout: Duration, cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> HTTP1Connection {
         let deadline = ContinuousClock.now + timeout
         var hints = addrinfo()
@@ -47,18 +50,37 @@ final class HTTP1Connection: @unchecked Sendable {
             throw .unresolvable(host: host, detail: detail)
         }
         defer { freeaddrinfo(list) }
-        var failure = HTTP1ClientError.connectFailed(errno: ECONNREFUSED)
+        var failure: HTTP1ClientError?
         var next: UnsafeMutablePointer<addrinfo>? = list
         while let address = next {
             next = address.pointee.ai_next
+            let attemptDeadline = next == nil ? deadline : min(deadline, ContinuousClock.now + perAddress)
             do {
-                return try connect(address.pointee, deadline: deadline, cancellation: cancellation)
+                return try connect(address.pointee, deadline: attemptDeadline, cancellation: cancellation)
             } catch {
-                guard case .connectFailed = error else { throw error }
-                failure = error
+                switch error {
+                case .cancelled: throw error
+                case .timedOut where ContinuousClock.now >= deadline: throw error
+                default: break
+                }
+                if failure.map({ rank(error) > rank($0) }) ?? true { failure = error }
             }
         }
-        throw failure
+        throw failure ?? .connectFailed(errno: ECONNREFUSED)
+    }
+
+    /// The longest one address may take to connect while others follow it.
+    static let perAddress: Duration = .seconds(2)
+
+    /// How much a connect failure says about the server: refused (it is there, not listening)
+    /// over no answer over cannot be reached at all (a network or an address family this
+    /// machine lacks), so the error shown is the one worth acting on.
+    private static func rank(_ error: HTTP1ClientError) -> Int {
+        switch error {
+        case .connectFailed(let code) where code == ECONNREFUSED: return 3
+        case .timedOut, .connectFailed(ETIMEDOUT): return 2
+        default: return 1
+        }
     }
 
     private static func connect(_ address: addrinfo, deadline: ContinuousClock.Instant,

@@ -8,18 +8,19 @@ struct HTTP1Request: Sendable {
     var target: String
     var headers: [(name: String, value: String)]
     var body: Data?
+    /// Whether sending it twice does what sending it once does: only such a request is sent
+    /// again on a fresh connection after a reused one failed before any answer. The idempotent
+    /// methods (RFC 9110 9.2.2), unless the caller knows better (a relay push is: the relay
+    /// stores each event once).
+    var isIdempotent: Bool
 
-    init(method: String, target: String, headers: [(name: String, value: String)] = [], body: Data? = nil) {
+    init(method: String, target: String, headers: [(name: String, value: String)] = [], body: Data? = nil,
+         idempotent: Bool? = nil) {
         self.method = method
         self.target = target.isEmpty ? "/" : target
         self.headers = headers
         self.body = body
-    }
-
-    /// Whether sending it twice does what sending it once does (RFC 9110 9.2.2): only such a
-    /// request is sent again on a fresh connection after a reused one failed.
-    var isIdempotent: Bool {
-        ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"].contains(method)
+        isIdempotent = idempotent ?? ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"].contains(method)
     }
 
     /// The request line and headers, with `Host` (`host` as it goes in the header) and

@@ -144,7 +144,11 @@ struct RelayHTTP: Sendable {
             if let query = components.percentEncodedQuery { target += "?" + query }
         }
         let headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
-        return HTTP1Request(method: request.httpMethod ?? "GET", target: target, headers: headers, body: request.httpBody)
+        let method = request.httpMethod ?? "GET"
+        // A push may go twice (the relay keeps each event once, and says `duplicate`); a pairing
+        // code redeemed twice could not be.
+        let push = method == "POST" && target.hasSuffix("/events")
+        return HTTP1Request(method: method, target: target, headers: headers, body: request.httpBody, idempotent: push ? true : nil)
     }
 
     /// What a request that timed out says.
@@ -265,6 +269,11 @@ struct RelayHTTP: Sendable {
             let seconds = reply.headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
             return .rateLimited(retryAfter: seconds.map { .seconds($0) }, text)
         case 400..<500: return .rejected(text)
+        case 300..<400:
+            // Not followed: the token would go wherever it points.
+            let target = reply.headers["location"].map { " to \($0)" } ?? ""
+            return .unavailable(text + "; the relay's address redirects\(target): use the address it names "
+                + "('ferryctl transport add NAME relay URL' with it)")
         default: return .unavailable(text)
         }
     }

@@ -1,3 +1,4 @@
+import FerryStore
 import Foundation
 import Synchronization
 
@@ -62,15 +63,9 @@ final class HTTP1Client: Sendable {
         let cancellation = try HTTP1Cancellation()
         defer { cancellation.close() }
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTP1Response, HTTP1ClientError>, Never>) in
-                // A serial queue of its own: libdispatch runs serial queues on its overcommit
-                // threads, which it adds as they block. A concurrent queue (`Blocking`'s) gets at
-                // most one thread per CPU at once on Linux, and one more a second beyond: a few
-                // long-polls would hold the store's work back by seconds.
-                DispatchQueue(label: "ferry.relay-http").async {
-                    continuation.resume(returning: Result { () throws(HTTP1ClientError) in try self.perform(request, cancellation) })
-                }
-            }
+            // A thread at once (`Blocking` gives each call a serial queue of its own), so
+            // long-polls never hold anything else back.
+            await Blocking.run { Result { () throws(HTTP1ClientError) in try self.perform(request, cancellation) } }
         } onCancel: {
             cancellation.cancel()
         }

@@ -21,30 +21,38 @@ public enum FolderFileName: Sendable, Hashable {
     /// Suffixes sync tools give files still being downloaded.
     static let partialSuffixes = [".tmp", ".part", ".partial", ".!sync", ".crdownload", ".download"]
     private static let partialSuffixBytes = partialSuffixes.map { Array($0.utf8) }
+    private static let kinds: [(prefix: [UInt8], suffix: [UInt8], isSegment: Bool)] = [
+        (Array("seg-".utf8), Array(".fseg".utf8), true), (Array("snap-".utf8), Array(".fsnap".utf8), false),
+    ]
 
     public init(_ name: String) {
-        let utf8 = Array(name.utf8.prefix(Self.maxNameBytes + 1))
-        guard utf8.count <= Self.maxNameBytes, utf8.first != UInt8(ascii: ".") else { self = .ignored; return }
-        // Partial downloads, compared ASCII-case-insensitively, bytewise (a directory listing
-        // is parsed on every pull: no locale-aware string search here).
-        let lower = utf8.map { (65...90).contains($0) ? $0 + 32 : $0 }
-        if Self.partialSuffixBytes.contains(where: { lower.count >= $0.count && lower[(lower.count - $0.count)...].elementsEqual($0) })
-            || zip(lower, lower.dropFirst()).contains(where: { $0 == UInt8(ascii: ".") && $1 == UInt8(ascii: "~") }) {
-            self = .ignored
-            return
+        // A directory listing is parsed on every pull: bytewise, with no copy of the name and
+        // no locale-aware string search.
+        var name = name
+        self = name.withUTF8 { Self.classify($0) }
+    }
+
+    private static func classify(_ utf8: UnsafeBufferPointer<UInt8>) -> FolderFileName {
+        guard utf8.count <= maxNameBytes, utf8.first != UInt8(ascii: ".") else { return .ignored }
+        // Partial downloads, compared ASCII-case-insensitively.
+        @inline(__always) func lower(_ c: UInt8) -> UInt8 { (65...90).contains(c) ? c + 32 : c }
+        for suffix in partialSuffixBytes where utf8.count >= suffix.count {
+            let tail = utf8.count - suffix.count
+            if suffix.indices.allSatisfy({ lower(utf8[tail + $0]) == suffix[$0] }) { return .ignored }
         }
-        for (prefix, suffix, isSegment) in [("seg-", ".fseg", true), ("snap-", ".fsnap", false)] {
-            let p = Array(prefix.utf8), s = Array(suffix.utf8)
-            guard utf8.starts(with: p), utf8.count >= p.count + 16,
-                  let seq = Self.hex16(utf8[p.count..<(p.count + 16)]) else { continue }
-            if utf8.count == p.count + 16 + s.count && utf8[(p.count + 16)...].elementsEqual(s) {
-                self = isSegment ? .segment(seq: seq) : .snapshot(seq: seq)
-            } else {
-                self = .conflictCopy
+        if utf8.count >= 2 {
+            for i in 1..<utf8.count where utf8[i] == UInt8(ascii: "~") && utf8[i - 1] == UInt8(ascii: ".") { return .ignored }
+        }
+        for kind in kinds {
+            let p = kind.prefix.count
+            guard utf8.count >= p + 16, utf8.starts(with: kind.prefix),
+                  let seq = hex16(UnsafeBufferPointer(rebasing: utf8[p..<(p + 16)])) else { continue }
+            if utf8.count == p + 16 + kind.suffix.count && utf8[(p + 16)...].elementsEqual(kind.suffix) {
+                return kind.isSegment ? .segment(seq: seq) : .snapshot(seq: seq)
             }
-            return
+            return .conflictCopy
         }
-        self = .ignored
+        return .ignored
     }
 
     /// The canonical segment name for `seq`.

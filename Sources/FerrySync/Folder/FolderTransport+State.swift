@@ -68,6 +68,10 @@ extension FolderTransport {
         try? saveState(&w)
     }
 
+    /// How long a listing of the own directory that found nothing lost is trusted while the
+    /// watcher reports nothing that could remove a file: a bound on what a missed event costs.
+    static let ownFilesRecheck: Duration = .seconds(10)
+
     /// Checks that every file this device wrote into its directory and did not remove itself
     /// (by compaction) is still there. The folder itself is there (checked before): when the
     /// directory or such a file is gone, the sync tool synced a deletion (a user cleared the
@@ -77,9 +81,19 @@ extension FolderTransport {
     /// supersedes every older seq for the readers; it remembers a new epoch; and it throws
     /// `.hostLostData`, so the engine queues every record again and they are written anew.
     /// A folder that is missing as a whole (unmounted) is `.unavailable` and never comes here.
+    ///
+    /// The directory is listed again only when the watcher saw something that may have removed
+    /// a file (`FolderWatcher.ownFilesToken`) or `ownFilesRecheck` has passed since the last
+    /// listing; without inotify, every time.
     func checkOwnFiles(_ w: inout Writer) throws(TransportFailure) {
         var state = try state(&w)
         guard state.high > 0 else { return }
+        // Watched before the listing, so that a deletion after it changes the token.
+        watcher.watch(ownDirectory)
+        let token = watcher.ownFilesToken()
+        let now = ContinuousClock.now
+        if let token, let last = w.ownFilesChecked, last.token == token, now - last.at < Self.ownFilesRecheck { return }
+        w.ownFilesChecked = nil
         let names: [String]?
         do {
             names = try FolderIO.list(ownDirectory, limit: Self.maxDirectoryEntries)
@@ -87,7 +101,10 @@ extension FolderTransport {
             if error.code != ENOENT && error.code != ENOTDIR { throw unavailable(error) }
             names = nil
         }
-        guard let why = state.lost(names: names) else { return }
+        guard let why = state.lost(names: names) else {
+            if let token { w.ownFilesChecked = (token, now) }
+            return
+        }
 
         // Above every seq used: the remembered ones and any on disk.
         var top = state.high

@@ -39,7 +39,7 @@ public final class FolderTransport: Transport {
     let keeper: StateKeeper
     /// Counters and the last problem, for `status()`.
     let health = Mutex(Health())
-    let watcher = FolderWatcher()
+    let watcher: FolderWatcher
 
     struct Health: Sendable {
         var corruptFrames = 0
@@ -71,6 +71,9 @@ public final class FolderTransport: Transport {
         /// value saved there.
         var state: FolderWriterState?
         var saved: FolderWriterState?
+        /// The last time `checkOwnFiles` listed the own directory and found nothing lost: the
+        /// watcher's `ownFilesToken` then, and when.
+        var ownFilesChecked: (token: UInt64, at: ContinuousClock.Instant)?
     }
 
     /// A transport over the folder at `path` for `owner`'s envelopes, writing as `device`,
@@ -88,6 +91,7 @@ public final class FolderTransport: Transport {
         self.keeper = keeper
         ownerDirectory = trimmed + "/ferry-v1/" + owner.description
         ownDirectory = ownerDirectory + "/" + device.description
+        watcher = FolderWatcher(ownDirectory: ownDirectory)
     }
 
     /// A push is one segment file, written and synced (two fsyncs): fewer, larger segments move

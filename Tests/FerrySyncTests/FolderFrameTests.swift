@@ -157,6 +157,17 @@ import Testing
         c.devices[0xa1] = d
         #expect(try FolderCursor(parsing: c.text) == c)
         #expect(try FolderCursor(parsing: nil) == FolderCursor())
+        // The text: compact JSON with sorted keys, empty parts and a zero epoch left out, any
+        // name escaped, every UInt64 whole.
+        var many = FolderCursor()
+        many.epoch = 3
+        many.devices[0xb2] = FolderCursor.Device(floor: .max)
+        many.devices[0x0a] = FolderCursor.Device(floor: 9, ahead: [11, 12], names: ["a (1).fseg", "z \"q\"\\ é\u{1}.fseg"],
+                                                  partial: ["seg-000000000000000d.fseg": 40, "b.fseg": 7])
+        #expect(many.text == #"{"d":{"000000000000000a":{"f":9,"n":["a (1).fseg","z \"q\"\\ é\u0001.fseg"],"#
+            + #""p":{"b.fseg":7,"seg-000000000000000d.fseg":40},"x":[11,12]},"00000000000000b2":{"f":18446744073709551615}},"v":1,"w":3}"#)
+        #expect(try FolderCursor(parsing: many.text) == many)
+        #expect(FolderCursor().text == #"{"d":{},"v":1}"#)
         #expect(throws: FolderCursorError.self) { try FolderCursor(parsing: "{\"v\":1,\"d\":{\"../x\":{\"f\":1}}}") }
         #expect(throws: FolderCursorError.self) { try FolderCursor(parsing: "cursor:relay:17") }
         #expect(throws: FolderCursorError.self) { try FolderCursor(parsing: String(repeating: " ", count: FolderCursor.maxTextBytes + 1)) }

@@ -1,3 +1,4 @@
+import FerryJSON
 import Foundation
 
 /// A reader's progress through a synced folder: per writing device, which of its files were
@@ -88,28 +89,64 @@ struct FolderCursor: Sendable, Equatable {
         epoch = wire.w ?? 0
     }
 
-    /// The compact JSON text.
+    /// The compact JSON text, keys sorted. Written by hand: a pull makes one per page, and a
+    /// general-purpose encoder cost more than reading the page's file names.
     var text: String {
-        var d: [String: WireDevice] = [:]
-        for (id, dev) in devices {
-            d[FolderFileName.hex16(id)] = WireDevice(f: dev.floor, x: dev.ahead.isEmpty ? nil : dev.ahead,
-                                                     n: dev.names.isEmpty ? nil : dev.names.sorted(),
-                                                     p: dev.partial.isEmpty ? nil : dev.partial)
+        var out: [UInt8] = []
+        out.reserveCapacity(32 + devices.count * 48)
+        func append(_ ascii: StaticString) { JSONWriter.appendRaw(ascii, to: &out) }
+        func append(_ n: UInt64) { out.append(contentsOf: String(n).utf8) }
+        append("{\"d\":{")
+        for (i, id) in devices.keys.sorted().enumerated() {
+            let dev = devices[id]!
+            if i > 0 { append(",") }
+            JSONWriter.appendString(FolderFileName.hex16(id), to: &out)
+            append(":{\"f\":")
+            append(dev.floor)
+            if !dev.names.isEmpty {
+                append(",\"n\":[")
+                for (j, name) in dev.names.sorted().enumerated() {
+                    if j > 0 { append(",") }
+                    JSONWriter.appendString(name, to: &out)
+                }
+                append("]")
+            }
+            if !dev.partial.isEmpty {
+                append(",\"p\":{")
+                for (j, (name, offset)) in dev.partial.sorted(by: { $0.key < $1.key }).enumerated() {
+                    if j > 0 { append(",") }
+                    JSONWriter.appendString(name, to: &out)
+                    append(":")
+                    append(offset)
+                }
+                append("}")
+            }
+            if !dev.ahead.isEmpty {
+                append(",\"x\":[")
+                for (j, seq) in dev.ahead.enumerated() {
+                    if j > 0 { append(",") }
+                    append(seq)
+                }
+                append("]")
+            }
+            append("}")
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding plain strings, integers and arrays cannot fail.
-        let data = (try? encoder.encode(Wire(v: 1, d: d, w: epoch == 0 ? nil : epoch))) ?? Data("{\"d\":{},\"v\":1}".utf8)
-        return String(decoding: data, as: UTF8.self)
+        append("},\"v\":1")
+        if epoch != 0 {
+            append(",\"w\":")
+            append(epoch)
+        }
+        append("}")
+        return String(decoding: out, as: UTF8.self)
     }
 
-    private struct Wire: Codable {
+    private struct Wire: Decodable {
         var v: Int
         var d: [String: WireDevice]
         var w: UInt64?
     }
 
-    private struct WireDevice: Codable {
+    private struct WireDevice: Decodable {
         var f: UInt64
         var x: [UInt64]?
         var n: [String]?

@@ -59,7 +59,8 @@ extension FolderTransport {
         try? makeOwnDirectory()
         let own = try checkBeforePull(cursor: cursor, progress: progress)
         if let own { progress.epoch = own.epoch }
-        var page = PullPage(envelopes: [], cursor: progress.text, more: false)
+        // The cursor's text is made once, when the page is done.
+        var page = PullPage(envelopes: [], cursor: "", more: false)
         // Watched before it is listed, so that a device directory made after the listing still
         // wakes the wait (watched after, one made in between would wait for the poll).
         watcher.watch(ownerDirectory)
@@ -67,7 +68,10 @@ extension FolderTransport {
         do {
             deviceNames = try FolderIO.list(ownerDirectory, limit: Self.maxDirectoryEntries)
         } catch {
-            if error.code == ENOENT { return page }
+            if error.code == ENOENT {
+                page.cursor = progress.text
+                return page
+            }
             throw unavailable(error)
         }
         var bytes = 0

@@ -69,13 +69,14 @@ public enum EngineInterface {
       held: ?string
     )
 
-    # A record some transport still needs.
+    # A record some transport still needs (or that one refused, or of a space with no transport).
     type OutboxEntry (
       space: string,
       entity: string,
       id: string,
       hlc: string,
       seq: int,
+      # When the version was written: the time in its stamp, Unix milliseconds.
       queuedAt: int,
       deliveries: []Delivery
     )

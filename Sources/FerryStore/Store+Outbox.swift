@@ -6,11 +6,24 @@ extension Store {
     /// One record a transport still needs, built from the record's current version.
     public struct Pending: Sendable, Hashable {
         public var version: RecordVersion
-        /// The outbox order; pass the last one seen as `after` for the next page.
+        /// The seq of the record's latest change: the order of sending, and what a transport's
+        /// cursor moves past once it has the version.
         public var outboxSeq: Int64
-        /// The record's row, the same for the record's whole life: what `acknowledge(rows:)`
-        /// takes.
+        /// The record's row, the same for the record's whole life.
         public var rid: Int64
+    }
+
+    /// What `pending` found after a point of the change log.
+    public struct PendingPage: Sendable, Hashable {
+        /// The records the transport needs, in change-log order.
+        public var items: [Pending]
+        /// Where the read started: after the `after` asked for or the transport's cursor,
+        /// whichever is later. Pass it to `recordPush` as `from`.
+        public var from: Int64
+        /// Every change up to this seq was examined: the ones in `items` and the ones the
+        /// transport does not need (it has them, it refused them, or they came from it).
+        /// A transport that took `items` has everything up to here.
+        public var through: Int64
     }
 
     // MARK: Transports
@@ -18,8 +31,8 @@ extension Store {
     /// Adds a transport to a space and queues every record of the space for it.
     /// - Parameter startOver: for a name that exists already (its kind or configuration
     ///   changes): true when it now points at another place (another folder or relay), so its
-    ///   cursor, progress and acknowledgements go and every record is queued for it again, as
-    ///   for a new one; false to keep them (the same place, new credentials).
+    ///   cursor, progress and refusals go and every record is queued for it again, as for a
+    ///   new one; false to keep them (the same place, new credentials).
     /// - Throws: `invalidTransportName`, `spaceNotFound`.
     public func addTransport(space: String = Store.privateSpace, name: String, kind: String, config: String = "{}",
                              startOver: Bool = true) throws(FerryError) {
@@ -36,7 +49,7 @@ extension Store {
                 """)
             insert.bind(1, sid); insert.bind(2, name); insert.bind(3, kind); insert.bind(4, config); insert.bind(5, now)
             try insert.run()
-            if !exists || startOver { try Self.queueEverything(sid: sid, for: name, now: now, in: db) }
+            if !exists || startOver { try Self.startOver(sid: sid, transport: name, in: writer) }
             let info = TransportInfo(space: space, name: name, kind: kind, config: config)
             writer.whenCommitted {
                 catalog.update(space) { s in
@@ -49,73 +62,50 @@ extension Store {
     }
 
     /// Starts a transport over, because its host lost what it held (restored from an older
-    /// backup, wiped): drops its cursor, progress and acknowledgements and queues every record
-    /// of the space for it again, so that it gets a full copy and is read from its beginning.
+    /// backup, wiped): drops its cursor, progress and refusals and queues every record of the
+    /// space for it again, so that it gets a full copy and is read from its beginning.
     /// Other transports are not affected; a transport that no longer exists is left alone.
     /// - Throws: `spaceNotFound`.
     public func restartTransport(space: String = Store.privateSpace, name: String) throws(FerryError) {
         let sid = try catalog.sid(space)
         guard catalog.transports(of: sid).contains(where: { $0.name == name }) else { return }
-        let now = configuration.wallClock()
         try write("starting transport \(name) over") { writer in
-            try Self.queueEverything(sid: sid, for: name, now: now, in: writer.db)
+            try Self.startOver(sid: sid, transport: name, in: writer)
         }
     }
 
-    /// Forgets what transport `name` of space `sid` was sent and read, and queues every record
-    /// of the space for it (a record with no outbox entry was delivered to every other
-    /// transport already: that is recorded, so it is not sent to them again).
-    private static func queueEverything(sid: Int64, for name: String, now: Int64, in db: Database) throws(SQLiteError) {
-        let progress = try db.prepare("DELETE FROM progress WHERE sid = ? AND (key = 'push:' || ?2 OR key = 'cursor:' || ?2)")
-        progress.bind(1, sid); progress.bind(2, name)
-        try progress.run()
-        let acks = try db.prepare("DELETE FROM outbox_delivery WHERE transport = ? AND rid IN (SELECT rid FROM records WHERE sid = ?)")
-        acks.bind(1, name); acks.bind(2, sid)
-        try acks.run()
-        let delivered = try db.prepare("""
-            INSERT OR IGNORE INTO outbox_delivery (rid, transport, acked_hlc, error, error_hlc, updated_at)
-            SELECT r.rid, t.name, r.hlc, NULL, NULL, ?1 FROM records r JOIN transports t ON t.sid = r.sid
-            WHERE r.sid = ?2 AND t.name != ?3 AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.rid = r.rid)
-            """)
-        delivered.bind(1, now); delivered.bind(2, sid); delivered.bind(3, name)
-        try delivered.run()
-        let queue = try db.prepare("""
-            INSERT INTO outbox (rid, sid, hlc, seq, queued_at)
-            SELECT rid, sid, hlc, seq, ? FROM records WHERE sid = ? AND true
-            ON CONFLICT (rid) DO NOTHING
-            """)
-        queue.bind(1, now); queue.bind(2, sid)
-        try queue.run()
+    /// Forgets what `transport` of space `sid` was sent, refused and read: its push cursor goes
+    /// back to the start of the change log, so every record of the space is queued for it, and
+    /// records it delivered before now are sent to it too (it may no longer have them).
+    private static func startOver(sid: Int64, transport: String, in writer: Writer) throws(SQLiteError) {
+        let db = writer.db
+        let cursor = try db.prepare("UPDATE transports SET sent = 0, since = ? WHERE sid = ? AND name = ?")
+        cursor.bind(1, writer.lastSeq); cursor.bind(2, sid); cursor.bind(3, transport)
+        try cursor.run()
+        try forget(sid: sid, transport: transport, in: db)
     }
 
-    /// Removes a transport: drops its progress and acknowledgements, and prunes the outbox
-    /// entries every remaining transport has.
+    /// Drops the progress (`push:<transport>`, `cursor:<transport>`) and the refusals of
+    /// `transport` in space `sid`.
+    private static func forget(sid: Int64, transport: String, in db: Database) throws(SQLiteError) {
+        let progress = try db.prepare("DELETE FROM progress WHERE sid = ? AND (key = 'push:' || ?2 OR key = 'cursor:' || ?2)")
+        progress.bind(1, sid); progress.bind(2, transport)
+        try progress.run()
+        let refusals = try db.prepare("DELETE FROM outbox_delivery WHERE transport = ? AND rid IN (SELECT rid FROM records WHERE sid = ?)")
+        refusals.bind(1, transport); refusals.bind(2, sid)
+        try refusals.run()
+    }
+
+    /// Removes a transport with its cursor, progress and refusals.
     public func removeTransport(space: String = Store.privateSpace, name: String) throws(FerryError) {
         let sid = try catalog.sid(space)
         let catalog = self.catalog
-        let remaining = catalog.transports(of: sid).filter { $0.name != name }.count
         try write("removing transport \(name)") { writer in
             let db = writer.db
-            for sql in ["DELETE FROM transports WHERE sid = ? AND name = ?",
-                        "DELETE FROM progress WHERE sid = ? AND (key = 'push:' || ? OR key = 'cursor:' || ?)"] {
-                let statement = try db.prepare(sql)
-                statement.bind(1, sid); statement.bind(2, name)
-                if sql.contains("progress") { statement.bind(3, name) }
-                try statement.run()
-            }
-            let deliveries = try db.prepare(
-                "DELETE FROM outbox_delivery WHERE transport = ? AND rid IN (SELECT rid FROM outbox WHERE sid = ?)")
-            deliveries.bind(1, name); deliveries.bind(2, sid)
-            try deliveries.run()
-            if remaining > 0 {
-                let prune = try db.prepare("""
-                    DELETE FROM outbox WHERE sid = ?1 AND ?2 <= (SELECT count(*) FROM outbox_delivery d
-                      WHERE d.rid = outbox.rid AND d.acked_hlc >= outbox.hlc)
-                    """)
-                prune.bind(1, sid); prune.bind(2, remaining)
-                try prune.run()
-                try db.execute("DELETE FROM outbox_delivery WHERE rid NOT IN (SELECT rid FROM outbox)")
-            }
+            let statement = try db.prepare("DELETE FROM transports WHERE sid = ? AND name = ?")
+            statement.bind(1, sid); statement.bind(2, name)
+            try statement.run()
+            try Self.forget(sid: sid, transport: name, in: db)
             writer.whenCommitted { catalog.update(space) { $0.transports.removeAll { $0.name == name } } }
         }
     }
@@ -159,29 +149,80 @@ extension Store {
 
     // MARK: Sending
 
-    /// Records the transport still needs, in outbox order after `after`: each at its current
-    /// version, skipping those it acknowledged or rejected at that version.
+    /// Where a transport's push stands: its cursor, and the seq it was (re)started at.
+    private struct PushCursor {
+        var sent: Int64
+        var since: Int64
+    }
+
+    private static func pushCursor(sid: Int64, transport: String, in db: Database) throws(SQLiteError) -> PushCursor? {
+        let statement = try db.cached("SELECT sent, since FROM transports WHERE sid = ? AND name = ?")
+        defer { statement.reset() }
+        statement.bind(1, sid); statement.bind(2, transport)
+        return try statement.step() ? PushCursor(sent: statement.int64(0), since: statement.int64(1)) : nil
+    }
+
+    /// Whether `transport` refused anything (outbox_delivery rows are the exception: reads
+    /// skip the check of every record against them when there are none).
+    private static func hasRefusals(transport: String, in db: Database) throws(SQLiteError) -> Bool {
+        let statement = try db.cached("SELECT EXISTS (SELECT 1 FROM outbox_delivery WHERE transport = ?)")
+        defer { statement.reset() }
+        statement.bind(1, transport)
+        return try statement.step() && statement.bool(0)
+    }
+
+    /// The changes a transport needs, for `pending` and `pendingCount`: of its space, after
+    /// ?1 and up to ?7, not delivered by it since it was (re)started (origin ?3, seq above
+    /// ?4), and not refused by it at the current version (checked when ?5).
+    private static let neededByTransport = """
+        FROM changes c JOIN records r ON r.rid = c.rid
+        WHERE c.seq > ?1 AND c.seq <= ?7 AND c.sid = ?2
+          AND (c.origin != ?3 OR c.seq <= ?4)
+          AND (?5 = 0 OR NOT EXISTS (SELECT 1 FROM outbox_delivery d WHERE d.rid = c.rid AND d.transport = ?6
+                                     AND (d.acked_hlc >= r.hlc OR d.error_hlc >= r.hlc)))
+        """
+
+    private static let pendingSQL = """
+        SELECT r.entity, r.id, r.hlc, r.deleted, r.payload, r.attachments, c.seq, c.rid
+        \(neededByTransport)
+        ORDER BY c.seq LIMIT ?8
+        """
+    private static let pendingCountSQL = "SELECT count(*) \(neededByTransport)"
+
+    private static func bindNeeded(_ statement: Statement, sid: Int64, transport: String, after: Int64, cursor: PushCursor,
+                                   refusals: Bool, upTo: Int64) {
+        statement.bind(1, after); statement.bind(2, sid)
+        statement.bind(3, ChangeOrigin.remote(transport: transport).description); statement.bind(4, cursor.since)
+        statement.bind(5, refusals); statement.bind(6, transport); statement.bind(7, upTo)
+    }
+
+    /// The records the transport still needs after its cursor and after `after`, in
+    /// change-log order, each at its current version; at most `limit`. An unknown transport
+    /// needs nothing.
     public func pending(space: String = Store.privateSpace, transport: String, after: Int64 = 0,
-                        limit: Int = 400) throws(FerryError) -> [Pending] {
+                        limit: Int = 400) throws(FerryError) -> PendingPage {
         let sid = try catalog.sid(space)
         return try read("reading the outbox") { db in
-            let statement = try db.cached("""
-                SELECT r.entity, r.id, r.hlc, r.deleted, r.payload, r.attachments, o.seq, o.rid
-                FROM outbox o JOIN records r ON r.rid = o.rid
-                LEFT JOIN outbox_delivery d ON d.rid = o.rid AND d.transport = ?2
-                WHERE o.sid = ?1 AND o.seq > ?3
-                  AND (d.rid IS NULL OR ((d.acked_hlc IS NULL OR d.acked_hlc < r.hlc)
-                                     AND (d.error_hlc IS NULL OR d.error_hlc < r.hlc)))
-                ORDER BY o.seq LIMIT ?4
-                """)
+            // The end is fixed first: a change committed while this reads is left for the next
+            // read, never counted as examined.
+            let last = try db.scalarInt("SELECT coalesce(max(seq), 0) FROM changes") ?? 0
+            guard let cursor = try Self.pushCursor(sid: sid, transport: transport, in: db) else {
+                return PendingPage(items: [], from: after, through: after)
+            }
+            let from = max(after, cursor.sent)
+            let statement = try db.cached(text: Self.pendingSQL)
             defer { statement.reset() }
-            statement.bind(1, sid); statement.bind(2, transport); statement.bind(3, after); statement.bind(4, max(1, limit))
+            let limit = max(1, limit)
+            Self.bindNeeded(statement, sid: sid, transport: transport, after: from, cursor: cursor,
+                            refusals: try Self.hasRefusals(transport: transport, in: db), upTo: last)
+            statement.bind(8, limit)
             var out: [Pending] = []
             while try statement.step() {
                 let (version, seq) = try Reader.version(statement)
                 out.append(Pending(version: version, outboxSeq: seq, rid: statement.int64(7)))
             }
-            return out
+            let through = out.count == limit ? out[out.count - 1].outboxSeq : max(from, last)
+            return PendingPage(items: out, from: from, through: through)
         }
     }
 
@@ -190,71 +231,46 @@ extension Store {
     public func pendingCount(space: String = Store.privateSpace, transport: String) throws(FerryError) -> Int {
         let sid = try catalog.sid(space)
         return try read("counting the outbox") { db in
-            let statement = try db.cached("""
-                SELECT count(*) FROM outbox o JOIN records r ON r.rid = o.rid
-                LEFT JOIN outbox_delivery d ON d.rid = o.rid AND d.transport = ?2
-                WHERE o.sid = ?1
-                  AND (d.rid IS NULL OR ((d.acked_hlc IS NULL OR d.acked_hlc < r.hlc)
-                                     AND (d.error_hlc IS NULL OR d.error_hlc < r.hlc)))
-                """)
+            guard let cursor = try Self.pushCursor(sid: sid, transport: transport, in: db) else { return 0 }
+            let statement = try db.cached(text: Self.pendingCountSQL)
             defer { statement.reset() }
-            statement.bind(1, sid); statement.bind(2, transport)
+            Self.bindNeeded(statement, sid: sid, transport: transport, after: cursor.sent, cursor: cursor,
+                            refusals: try Self.hasRefusals(transport: transport, in: db), upTo: .max)
             return try statement.step() ? Int(statement.int64(0)) : 0
         }
     }
 
-    /// A transport saved these versions (or later ones). Entries every configured transport has
-    /// acknowledged are pruned.
-    public func acknowledge(space: String = Store.privateSpace, transport: String,
-                            _ acks: [(key: RecordKey, hlc: Stamp)]) throws(FerryError) {
+    /// Records what a transport answered for a batch read with `pending`: it stored `acked`
+    /// (or had them) and refused `refused` for good, and the batch held every record it needed
+    /// after `from` up to `through`. Its cursor moves to `through` when it stood at `from` or
+    /// later; otherwise (an answer for a batch read before an earlier one was recorded, which
+    /// the engine never makes) the cursor stays and the batch is sent again, which every
+    /// transport answers as duplicates. A refusal keeps the record visible with the reason
+    /// and stops it being offered to that transport until it changes; an acknowledgement of a
+    /// later version drops an earlier refusal. Nothing happens for a removed transport.
+    public func recordPush(space: String = Store.privateSpace, transport: String, from: Int64, through: Int64,
+                           acked: [(rid: Int64, hlc: Stamp)], refused: [(key: RecordKey, hlc: Stamp, error: String)] = []) throws(FerryError) {
         let sid = try catalog.sid(space)
-        try write("acknowledging \(acks.count) version(s) for \(transport)") { writer in
-            let onlyTransport = writer.catalog.transports(of: sid).map(\.name) == [transport]
-            let queued = try writer.db.cached(
-                "SELECT o.rid, o.hlc FROM records r JOIN outbox o ON o.rid = r.rid WHERE r.sid = ? AND r.entity = ? AND r.id = ?")
-            for ack in acks {
-                queued.bind(1, sid)
-                queued.bind(2, ack.key.entity)
-                queued.bind(3, ack.key.id)
-                let found = try queued.step() ? (rid: queued.int64(0), hlc: queued.text(1).flatMap(Stamp.parse)) : nil
-                queued.reset()
-                guard let found, let queuedHLC = found.hlc else { continue }
-                try Self.acknowledge(rid: found.rid, queued: queuedHLC, acked: ack.hlc, sid: sid, transport: transport,
-                                     onlyTransport: onlyTransport, writer)
+        try write("recording what \(transport) took of \(acked.count + refused.count) version(s)") { writer in
+            let db = writer.db
+            guard let cursor = try Self.pushCursor(sid: sid, transport: transport, in: db) else { return }
+            if cursor.sent >= from && through > cursor.sent {
+                let move = try db.cached("UPDATE transports SET sent = ? WHERE sid = ? AND name = ?")
+                move.bind(1, through); move.bind(2, sid); move.bind(3, transport)
+                try move.run()
             }
-        }
-    }
-
-    /// `acknowledge` for versions read with `pending`, by their rows: no lookup by key.
-    public func acknowledge(space: String = Store.privateSpace, transport: String,
-                            rows acks: [(rid: Int64, hlc: Stamp)]) throws(FerryError) {
-        let sid = try catalog.sid(space)
-        try write("acknowledging \(acks.count) version(s) for \(transport)") { writer in
-            let onlyTransport = writer.catalog.transports(of: sid).map(\.name) == [transport]
-            let queued = try writer.db.cached("SELECT hlc FROM outbox WHERE rid = ? AND sid = ?")
-            for ack in acks {
-                queued.bind(1, ack.rid)
-                queued.bind(2, sid)
-                let queuedHLC = try queued.step() ? queued.text(0).flatMap(Stamp.parse) : nil
-                queued.reset()
-                guard let queuedHLC else { continue }
-                try Self.acknowledge(rid: ack.rid, queued: queuedHLC, acked: ack.hlc, sid: sid, transport: transport,
-                                     onlyTransport: onlyTransport, writer)
+            if cursor.sent >= from, !acked.isEmpty, try Self.hasRefusals(transport: transport, in: db) {
+                let cleared = try db.cached(
+                    "DELETE FROM outbox_delivery WHERE rid = ? AND transport = ? AND (error_hlc IS NULL OR error_hlc <= ?)")
+                for ack in acked {
+                    cleared.bind(1, ack.rid); cleared.bind(2, transport); cleared.bind(3, ack.hlc.text)
+                    try cleared.run()
+                }
             }
-        }
-    }
-
-    /// One acknowledgement of `acked` for the entry of `rid`, queued at `queued`. With one
-    /// transport, its acknowledgement of the queued version (or a later one) is every
-    /// acknowledgement there is: the entry goes at once, with no per-transport row written only
-    /// to be deleted again.
-    private static func acknowledge(rid: Int64, queued: Stamp, acked: Stamp, sid: Int64, transport: String,
-                                    onlyTransport: Bool, _ writer: Writer) throws {
-        if onlyTransport && acked >= queued {
-            try writer.removeFromOutbox(rid: rid)
-        } else {
-            try writer.recordAck(rid: rid, transport: transport, hlc: acked)
-            try writer.pruneIfDelivered(rid: rid, sid: sid, hlc: queued)
+            for refusal in refused {
+                guard let current = try writer.current(sid: sid, entity: refusal.key.entity, id: refusal.key.id) else { continue }
+                try writer.recordRejection(rid: current.rid, transport: transport, hlc: refusal.hlc, error: refusal.error)
+            }
         }
     }
 
@@ -269,54 +285,109 @@ extension Store {
         }
     }
 
-    /// The outbox: every queued record with each transport's state (errors included).
+    /// Whether transport `t` (a row of `transports`) needs change `c` of record `r`: the SQL
+    /// form of what `pending` reads.
+    static let transportNeedsChange = """
+        c.seq > t.sent AND (c.origin != 'remote:' || t.name OR c.seq <= t.since)
+        AND NOT EXISTS (SELECT 1 FROM outbox_delivery d WHERE d.rid = c.rid AND d.transport = t.name
+                        AND (d.acked_hlc >= r.hlc OR d.error_hlc >= r.hlc))
+        """
+
+    /// The outbox's entries among changes `c` of records `r`: changes some transport of their
+    /// space needs; every change of a space with no transport (kept for the first one added);
+    /// records a transport refused. With ?3 (errors only), only the refused ones and the ones
+    /// a transport in the JSON list ?4 of `[sid, name]` needs. ?1: a space, or NULL for all;
+    /// ?5: changes up to it are left out (nothing there is an entry: see `outboxFloor`).
+    static let outboxEntryCondition = """
+        (?1 IS NULL OR c.sid = ?1) AND c.seq > ?5
+        AND ((?3 = 0 AND (NOT EXISTS (SELECT 1 FROM transports t WHERE t.sid = c.sid)
+                          OR EXISTS (SELECT 1 FROM transports t WHERE t.sid = c.sid AND \(transportNeedsChange))))
+             OR EXISTS (SELECT 1 FROM outbox_delivery d WHERE d.rid = c.rid AND d.error IS NOT NULL)
+             OR EXISTS (SELECT 1 FROM json_each(?4) h JOIN transports t
+                          ON t.sid = json_extract(h.value, '$[0]') AND t.name = json_extract(h.value, '$[1]')
+                        WHERE t.sid = c.sid AND \(transportNeedsChange)))
+        """
+
+    /// The seq below which no change is an outbox entry, so reads start there: the lowest
+    /// cursor among the transports that count, or 0 when a refusal or a space without
+    /// transports may hold an entry anywhere.
+    static func outboxFloor(sid: Int64?, errorsOnly: Bool, held: [(sid: Int64, name: String)], in db: Database) throws -> Int64 {
+        if try db.scalarInt("SELECT EXISTS (SELECT 1 FROM outbox_delivery WHERE error IS NOT NULL)") == 1 { return 0 }
+        var floor = Int64.max
+        let statement = try db.prepare("SELECT s.sid, t.name, t.sent FROM spaces s LEFT JOIN transports t ON t.sid = s.sid")
+        while try statement.step() {
+            let space = statement.int64(0)
+            if let sid, space != sid { continue }
+            guard let name = statement.text(1) else {
+                if !errorsOnly { return 0 }  // a space without transports: all of it
+                continue
+            }
+            if errorsOnly && !held.contains(where: { $0.sid == space && $0.name == name }) { continue }
+            floor = min(floor, statement.int64(2))
+        }
+        return floor
+    }
+
+    /// The outbox: every record some transport still needs, every record of a space with no
+    /// transport, and every record a transport refused, in change-log order, with each
+    /// transport's state: the ones that have its current version, and the ones that refused a
+    /// version (with the reason). `queuedAt` is the time of the version's stamp.
     /// - Parameters:
     ///   - errorsOnly: only entries a transport refused, and entries waiting for a transport in
     ///     `held` (one that cannot take anything now, such as a relay over its quota).
     ///   - held: transports, by space, whose pushes fail as a whole; with `errorsOnly`, an entry
-    ///     that one of them has not taken counts as an error.
+    ///     that one of them needs counts as an error.
     public func outbox(space: String? = nil, errorsOnly: Bool = false, held: [(space: String, transport: String)] = [],
                        limit: Int = 1000) throws(FerryError) -> [OutboxEntry] {
         let catalog = self.catalog
         var sid: Int64?
         if let space { sid = try catalog.sid(space) }
-        var heldList: [JSONValue] = []
+        var heldList: [(sid: Int64, name: String)] = []
         for h in held {
             guard let heldSID = try? catalog.sid(h.space) else { continue }
-            heldList.append([.int(heldSID), .string(h.transport)])
+            heldList.append((heldSID, h.transport))
         }
-        let heldJSON = JSONWriter.string(.array(heldList))
+        let heldJSON = JSONWriter.string(.array(heldList.map { [.int($0.sid), .string($0.name)] }))
         return try read("reading the outbox", slow: true) { db in
+            let floor = try Self.outboxFloor(sid: sid, errorsOnly: errorsOnly, held: heldList, in: db)
+            guard floor < .max else { return [] }
+            var cursors: [Int64: [(name: String, sent: Int64, since: Int64)]] = [:]
+            let transports = try db.prepare("SELECT sid, name, sent, since FROM transports ORDER BY name")
+            while try transports.step() {
+                cursors[transports.int64(0), default: []].append((transports.text(1) ?? "", transports.int64(2), transports.int64(3)))
+            }
             // With errorsOnly the filter is in the query, so `limit` counts entries with errors.
-            // Waiting for a held transport: no acknowledgement or refusal of this version by it.
             let statement = try db.prepare("""
-                SELECT o.rid, o.sid, r.entity, r.id, o.hlc, o.seq, o.queued_at FROM outbox o JOIN records r ON r.rid = o.rid
-                WHERE (?1 IS NULL OR o.sid = ?1)
-                  AND (?3 = 0
-                       OR EXISTS (SELECT 1 FROM outbox_delivery d WHERE d.rid = o.rid AND d.error IS NOT NULL)
-                       OR EXISTS (SELECT 1 FROM json_each(?4) h
-                                  WHERE json_extract(h.value, '$[0]') = o.sid
-                                    AND NOT EXISTS (SELECT 1 FROM outbox_delivery d
-                                                    WHERE d.rid = o.rid AND d.transport = json_extract(h.value, '$[1]')
-                                                      AND (d.acked_hlc >= r.hlc OR d.error_hlc >= r.hlc))))
-                ORDER BY o.seq LIMIT ?2
+                SELECT c.rid, c.sid, r.entity, r.id, r.hlc, c.seq, c.origin FROM changes c JOIN records r ON r.rid = c.rid
+                WHERE \(Self.outboxEntryCondition)
+                ORDER BY c.seq LIMIT ?2
                 """)
             statement.bind(1, sid); statement.bind(2, limit); statement.bind(3, errorsOnly); statement.bind(4, heldJSON)
+            statement.bind(5, floor)
             let deliveries = try db.cached(
                 "SELECT transport, acked_hlc, error, error_hlc FROM outbox_delivery WHERE rid = ? ORDER BY transport")
             var out: [OutboxEntry] = []
             while try statement.step() {
-                deliveries.reset()
+                let entrySID = statement.int64(1), seq = statement.int64(5)
+                let hlc = Stamp.parse(statement.text(4) ?? "") ?? Stamp(millis: 0, counter: 0, node: NodeID(0))
+                let origin = statement.text(6) ?? ""
+                var byTransport: [String: OutboxEntry.Delivery] = [:]
+                // Transports that have the current version (their cursor passed it, or it came
+                // from them); refusals below take their place.
+                for t in cursors[entrySID] ?? [] where seq <= t.sent || (origin == "remote:" + t.name && seq > t.since) {
+                    byTransport[t.name] = .init(transport: t.name, acknowledged: hlc, error: nil, errorStamp: nil)
+                }
                 deliveries.bind(1, statement.int64(0))
-                var list: [OutboxEntry.Delivery] = []
                 while try deliveries.step() {
-                    list.append(.init(transport: deliveries.text(0) ?? "", acknowledged: deliveries.text(1).flatMap(Stamp.parse),
-                                      error: deliveries.text(2), errorStamp: deliveries.text(3).flatMap(Stamp.parse)))
+                    let name = deliveries.text(0) ?? ""
+                    let acked = deliveries.text(1).flatMap(Stamp.parse) ?? byTransport[name]?.acknowledged
+                    byTransport[name] = .init(transport: name, acknowledged: acked, error: deliveries.text(2),
+                                              errorStamp: deliveries.text(3).flatMap(Stamp.parse))
                 }
                 deliveries.reset()
-                out.append(OutboxEntry(space: catalog.name(of: statement.int64(1)), entity: statement.text(2) ?? "",
-                                       id: statement.text(3) ?? "", hlc: Stamp.parse(statement.text(4) ?? "") ?? Stamp(millis: 0, counter: 0, node: NodeID(0)),
-                                       seq: statement.int64(5), queuedAt: statement.int64(6), deliveries: list))
+                out.append(OutboxEntry(space: catalog.name(of: entrySID), entity: statement.text(2) ?? "",
+                                       id: statement.text(3) ?? "", hlc: hlc, seq: seq, queuedAt: hlc.millis,
+                                       deliveries: byTransport.values.sorted { $0.transport < $1.transport }))
             }
             return out
         }
@@ -324,25 +395,13 @@ extension Store {
 }
 
 extension Store {
-    /// Starts a space's sync over (its owner changed): drops every transport's progress and
-    /// acknowledgements in the space and queues every record of it for every transport again.
+    /// Starts a space's sync over (its owner changed): every transport of the space starts
+    /// over (`restartTransport`), so every record of it is queued for every transport again.
     public func requeueForTransports(space: String) throws(FerryError) {
         let sid = try catalog.sid(space)
-        let now = configuration.wallClock()
+        let names = catalog.transports(of: sid).map(\.name)
         try write("queueing space \(space) for upload again") { writer in
-            let db = writer.db
-            let progress = try db.prepare("DELETE FROM progress WHERE sid = ? AND (key LIKE 'push:%' OR key LIKE 'cursor:%')")
-            progress.bind(1, sid)
-            try progress.run()
-            let deliveries = try db.prepare("DELETE FROM outbox_delivery WHERE rid IN (SELECT rid FROM records WHERE sid = ?)")
-            deliveries.bind(1, sid)
-            try deliveries.run()
-            let queue = try db.prepare("""
-                INSERT INTO outbox (rid, sid, hlc, seq, queued_at) SELECT rid, sid, hlc, seq, ? FROM records WHERE sid = ? AND true
-                ON CONFLICT (rid) DO UPDATE SET hlc = excluded.hlc, seq = excluded.seq
-                """)
-            queue.bind(1, now); queue.bind(2, sid)
-            try queue.run()
+            for name in names { try Self.startOver(sid: sid, transport: name, in: writer) }
         }
     }
 }

@@ -222,7 +222,12 @@ extension Store {
         if !valid.isEmpty {
             let items = valid
             let applied = try write("applying \(items.count) remote version(s)") { writer in
-                try items.map { try writer.apply($0.1, sid: sid, origin: origin) }
+                let before = writer.lastSeq
+                let results = try items.map { try writer.apply($0.1, sid: sid, origin: origin) }
+                if case .remote(let transport) = origin {
+                    try writer.catchUpPushCursor(sid: sid, transport: transport, before: before)
+                }
+                return results
             }
             for (k, item) in items.enumerated() { results[item.0] = applied[k] }
         }

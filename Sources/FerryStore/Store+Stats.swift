@@ -1,16 +1,18 @@
 import FerryCrypto
 import FerryModel
+import FerrySQLite
 
 extension Store {
     /// Store-wide counts (for status displays).
     public func stats() throws(FerryError) -> StoreStats {
         try read("counting", slow: true) { db in
             func count(_ sql: String) throws -> Int64 { try db.scalarInt(sql) ?? 0 }
+            let counts = try Self.outboxCounts(in: db)
             return StoreStats(
                 records: Int(try count("SELECT count(*) FROM records WHERE deleted = 0")),
                 tombstones: Int(try count("SELECT count(*) FROM records WHERE deleted = 1")),
-                outbox: Int(try count("SELECT count(*) FROM outbox")),
-                outboxWithoutTransport: Int(try count("SELECT count(*) FROM outbox WHERE sid NOT IN (SELECT sid FROM transports)")),
+                outbox: counts.pending + counts.withoutTransport,
+                outboxWithoutTransport: counts.withoutTransport,
                 outboxErrors: Int(try count("SELECT count(DISTINCT rid) FROM outbox_delivery WHERE error IS NOT NULL")),
                 lastSeq: try count("SELECT max(seq) FROM changes"),
                 attachments: Int(try count("SELECT count(*) FROM attachments WHERE present = 1")),
@@ -18,14 +20,22 @@ extension Store {
         }
     }
 
-    /// The outbox's counts alone: a walk of the outbox's smallest index, however many records
-    /// the store holds (`stats()` walks the records too).
+    /// The outbox's counts alone: the changes after the lowest transport cursor that some
+    /// transport needs, and the changes of spaces without a transport.
     public func outboxCounts() throws(FerryError) -> OutboxCounts {
-        try read("counting the outbox", slow: true) { db in
-            let all = try db.scalarInt("SELECT count(*) FROM outbox") ?? 0
-            let orphaned = try db.scalarInt("SELECT count(*) FROM outbox WHERE sid NOT IN (SELECT sid FROM transports)") ?? 0
-            return OutboxCounts(pending: Int(all - orphaned), withoutTransport: Int(orphaned))
-        }
+        try read("counting the outbox", slow: true) { db in try Self.outboxCounts(in: db) }
+    }
+
+    private static func outboxCounts(in db: Database) throws -> OutboxCounts {
+        let floor = try db.scalarInt("SELECT coalesce(min(sent), 0) FROM transports") ?? 0
+        let pending = try db.prepare("""
+            SELECT count(*) FROM changes c JOIN records r ON r.rid = c.rid
+            WHERE c.seq > ? AND EXISTS (SELECT 1 FROM transports t WHERE t.sid = c.sid AND \(transportNeedsChange))
+            """)
+        pending.bind(1, floor)
+        let needed = try pending.step() ? pending.int64(0) : 0
+        let orphaned = try db.scalarInt("SELECT count(*) FROM changes WHERE sid NOT IN (SELECT sid FROM transports)") ?? 0
+        return OutboxCounts(pending: Int(needed), withoutTransport: Int(orphaned))
     }
 
     /// A SHA-256 over every record of the given spaces (all when nil), in key order: equal on two

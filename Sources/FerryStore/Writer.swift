@@ -244,30 +244,15 @@ final class Writer: @unchecked Sendable {
         jobChanges.append(Record(space: catalog.name(of: sid), version: version, seq: seq))
     }
 
-    /// Queues the record `rid` for every transport (its current version is what will be sent).
-    private func enqueue(rid: Int64, sid: Int64, hlcText: String, seq: Int64) throws {
-        let statement = try db.cached("""
-            INSERT INTO outbox (rid, sid, hlc, seq, queued_at) VALUES (?, ?, ?, ?, ?)
-            ON CONFLICT (rid) DO UPDATE SET hlc = excluded.hlc, seq = excluded.seq, queued_at = excluded.queued_at
-            """)
-        statement.bind(1, rid)
-        statement.bind(2, sid)
-        statement.bind(3, hlcText)
-        statement.bind(4, seq)
-        statement.bind(5, nowMillis)
-        try statement.run()
-    }
-
-    /// A local write: stamps after the current version, stores, logs, queues. (The caller
-    /// validated the input.)
+    /// A local write: stamps after the current version, stores, logs (which is what queues it
+    /// for every transport). (The caller validated the input.)
     func putLocal(sid: Int64, space: String, entity: String, id: String, payload: String?, deleted: Bool,
                   attachments: [String]) throws -> Record {
         if !deleted {
             // A new record needs no lookup: insert, and fall back when it exists.
             let version = RecordVersion(entity: entity, id: id, hlc: clock.now(), deleted: false, payload: payload, attachments: attachments)
             let hlcText = version.hlc.text
-            if let (rid, seq) = try insertIfNew(version, hlcText: hlcText, sid: sid, origin: .local) {
-                try enqueue(rid: rid, sid: sid, hlcText: hlcText, seq: seq)
+            if let (_, seq) = try insertIfNew(version, hlcText: hlcText, sid: sid, origin: .local) {
                 return Record(space: space, version: version, seq: seq)
             }
         }
@@ -288,16 +273,14 @@ final class Writer: @unchecked Sendable {
         }
         let version = RecordVersion(entity: entity, id: id, hlc: hlc, deleted: deleted, payload: payload, attachments: attachments)
         let hlcText = hlc.text
-        let rid: Int64, seq: Int64
+        let seq: Int64
         if let current {
-            rid = current.rid
             seq = try replace(current, with: version, hlcText: hlcText, sid: sid, origin: .local)
         } else if let inserted = try insertIfNew(version, hlcText: hlcText, sid: sid, origin: .local) {
-            (rid, seq) = inserted
+            seq = inserted.seq
         } else {
             throw FerryError.storage(context: "writing \(entity)/\(id)", message: "the record appeared during the write")
         }
-        try enqueue(rid: rid, sid: sid, hlcText: hlcText, seq: seq)
         return Record(space: space, version: version, seq: seq)
     }
 
@@ -306,8 +289,7 @@ final class Writer: @unchecked Sendable {
         clock.observe(incoming.hlc)
         let hlcText = incoming.hlc.text
         // A record new here is applied whatever its stamp: insert first, look up only on conflict.
-        if let (rid, seq) = try insertIfNew(incoming, hlcText: hlcText, sid: sid, origin: origin) {
-            try forward(rid: rid, sid: sid, hlc: incoming.hlc, hlcText: hlcText, seq: seq, origin: origin, isNew: true)
+        if let (_, seq) = try insertIfNew(incoming, hlcText: hlcText, sid: sid, origin: origin) {
             return .applied(seq: seq)
         }
         guard let current = try current(sid: sid, entity: incoming.entity, id: incoming.id) else {
@@ -328,32 +310,26 @@ final class Writer: @unchecked Sendable {
                 try keepLoser(current.version, rid: current.rid, origin: replacedOrigin, winner: incoming.hlc)
             }
             let seq = try replace(current, with: incoming, hlcText: hlcText, sid: sid, origin: origin)
-            try forward(rid: current.rid, sid: sid, hlc: incoming.hlc, hlcText: hlcText, seq: seq, origin: origin, isNew: false)
             return .applied(seq: seq)
         }
     }
 
-    /// Queues an applied remote or imported version for the transports that do not have it yet.
-    private func forward(rid: Int64, sid: Int64, hlc: Stamp, hlcText: String, seq: Int64, origin: ChangeOrigin, isNew: Bool) throws {
-        guard case .remote(let from) = origin else {
-            // Imported data is new to every transport.
-            try enqueue(rid: rid, sid: sid, hlcText: hlcText, seq: seq)
-            return
-        }
-        let transports = catalog.transports(of: sid)
-        let others = transports.contains { $0.name != from }
-        var queued = false
-        if !isNew {
-            let exists = try db.cached("SELECT 1 FROM outbox WHERE rid = ?")
-            exists.bind(1, rid)
-            queued = try exists.step()
-            exists.reset()
-        }
-        guard others || queued else { return }
-        try enqueue(rid: rid, sid: sid, hlcText: hlcText, seq: seq)
-        try recordAck(rid: rid, transport: from, hlc: hlc)
-        try pruneIfDelivered(rid: rid, sid: sid, hlc: hlc)
+    /// After a job that applied versions received through `transport` of space `sid`: when
+    /// the transport's push cursor stood at `before` (it had every change up to there), it
+    /// has every change up to now, since the job's changes came from it. Saves its push loop
+    /// from reading them only to skip them.
+    func catchUpPushCursor(sid: Int64, transport: String, before: Int64) throws {
+        guard seq > before else { return }
+        let statement = try db.cached("UPDATE transports SET sent = ? WHERE sid = ? AND name = ? AND sent = ?")
+        statement.bind(1, seq)
+        statement.bind(2, sid)
+        statement.bind(3, transport)
+        statement.bind(4, before)
+        try statement.run()
     }
+
+    /// The seq of the latest change written, committed or not.
+    var lastSeq: Int64 { seq }
 
     private func originOf(seq: Int64) throws -> ChangeOrigin {
         let statement = try db.cached("SELECT origin FROM changes WHERE seq = ?")
@@ -399,23 +375,7 @@ final class Writer: @unchecked Sendable {
         }
     }
 
-    // MARK: Outbox acknowledgements
-
-    func recordAck(rid: Int64, transport: String, hlc: Stamp) throws {
-        let statement = try db.cached("""
-            INSERT INTO outbox_delivery (rid, transport, acked_hlc, error, error_hlc, updated_at) VALUES (?, ?, ?, NULL, NULL, ?)
-            ON CONFLICT (rid, transport) DO UPDATE SET
-              acked_hlc = CASE WHEN acked_hlc IS NULL OR acked_hlc < excluded.acked_hlc THEN excluded.acked_hlc ELSE acked_hlc END,
-              error = CASE WHEN error_hlc <= excluded.acked_hlc THEN NULL ELSE error END,
-              error_hlc = CASE WHEN error_hlc <= excluded.acked_hlc THEN NULL ELSE error_hlc END,
-              updated_at = excluded.updated_at
-            """)
-        statement.bind(1, rid)
-        statement.bind(2, transport)
-        statement.bind(3, hlc.text)
-        statement.bind(4, nowMillis)
-        try statement.run()
-    }
+    // MARK: Outbox refusals
 
     func recordRejection(rid: Int64, transport: String, hlc: Stamp, error: String) throws {
         let statement = try db.cached("""
@@ -431,40 +391,22 @@ final class Writer: @unchecked Sendable {
         try statement.run()
     }
 
-    /// Removes the outbox entry of `rid` and what transports said of it.
-    func removeFromOutbox(rid: Int64) throws {
-        let entry = try db.cached("DELETE FROM outbox WHERE rid = ?")
-        entry.bind(1, rid)
-        try entry.run()
-        let deliveries = try db.cached("DELETE FROM outbox_delivery WHERE rid = ?")
-        deliveries.bind(1, rid)
-        try deliveries.run()
-    }
-
-    /// Removes the outbox entry of `rid` once every configured transport acknowledged `hlc` or
-    /// later. With no transport configured, entries stay queued for the first one added.
-    func pruneIfDelivered(rid: Int64, sid: Int64, hlc: Stamp) throws {
-        let transports = Set(catalog.transports(of: sid).map(\.name))
-        guard !transports.isEmpty else { return }
-        // Only acknowledgements of configured transports count.
-        let acks = try db.cached("SELECT transport FROM outbox_delivery WHERE rid = ? AND acked_hlc >= ?")
-        acks.bind(1, rid)
-        acks.bind(2, hlc.text)
-        var acked = Set<String>()
-        while try acks.step() { if let name = acks.text(0) { acked.insert(name) } }
-        acks.reset()
-        guard transports.isSubset(of: acked) else { return }
-        for sql in ["DELETE FROM outbox WHERE rid = ? AND hlc <= ?"] {
-            let statement = try db.cached(text: sql)
-            statement.bind(1, rid)
-            statement.bind(2, hlc.text)
-            try statement.run()
-        }
-        if db.changes > 0 {
-            let deliveries = try db.cached("DELETE FROM outbox_delivery WHERE rid = ?")
-            deliveries.bind(1, rid)
-            try deliveries.run()
-        }
+    /// Records that `transport` stored version `hlc` of `rid` out of cursor order (its cursor
+    /// is behind the batch it was in).
+    func recordAck(rid: Int64, transport: String, hlc: Stamp) throws {
+        let statement = try db.cached("""
+            INSERT INTO outbox_delivery (rid, transport, acked_hlc, error, error_hlc, updated_at) VALUES (?, ?, ?, NULL, NULL, ?)
+            ON CONFLICT (rid, transport) DO UPDATE SET
+              acked_hlc = CASE WHEN acked_hlc IS NULL OR acked_hlc < excluded.acked_hlc THEN excluded.acked_hlc ELSE acked_hlc END,
+              error = CASE WHEN error_hlc <= excluded.acked_hlc THEN NULL ELSE error END,
+              error_hlc = CASE WHEN error_hlc <= excluded.acked_hlc THEN NULL ELSE error_hlc END,
+              updated_at = excluded.updated_at
+            """)
+        statement.bind(1, rid)
+        statement.bind(2, transport)
+        statement.bind(3, hlc.text)
+        statement.bind(4, nowMillis)
+        try statement.run()
     }
 
     // MARK: Attachment references

@@ -3,6 +3,21 @@ import Testing
 @testable import FerryModel
 @testable import FerryStore
 
+/// Plays a transport's push: reads what `transport` needs (at most `limit`) and records it
+/// all as stored, as the engine does after a successful push. Returns what it read.
+@discardableResult
+func pushAll(_ store: Store, _ transport: String, space: String = Store.privateSpace, limit: Int = 10_000) throws -> Store.PendingPage {
+    let page = try store.pending(space: space, transport: transport, limit: limit)
+    try record(store, transport, page, space: space)
+    return page
+}
+
+/// Records `page` (read earlier with `pending`) as stored by `transport`.
+func record(_ store: Store, _ transport: String, _ page: Store.PendingPage, space: String = Store.privateSpace) throws {
+    try store.recordPush(space: space, transport: transport, from: page.from, through: page.through,
+                         acked: page.items.map { ($0.rid, $0.version.hlc) })
+}
+
 @Suite struct OutboxTests {
     @Test func aLocalWriteIsQueuedAndTenEditsSendOnce() throws {
         let dir = TempDir()
@@ -10,7 +25,7 @@ import Testing
         try store.addTransport(name: "relay", kind: "relay")
         var last: Record?
         for i in 0..<10 { last = try store.put(entity: "note", id: "N", payload: #"{"v":\#(i)}"#) }
-        let pending = try store.pending(transport: "relay")
+        let pending = try store.pending(transport: "relay").items
         #expect(pending.count == 1)
         #expect(pending[0].version == last!.version)   // built from the current version
         #expect(try store.outbox().count == 1)
@@ -24,7 +39,7 @@ import Testing
         try store.addTransport(name: "folder", kind: "folder")
         func check(_ context: String) throws {
             for t in try store.transports() {
-                #expect(try store.pendingCount(transport: t.name) == store.pending(transport: t.name, limit: 10_000).count, "\(t.name): \(context)")
+                #expect(try store.pendingCount(transport: t.name) == store.pending(transport: t.name, limit: 10_000).items.count, "\(t.name): \(context)")
             }
         }
         try check("empty")
@@ -32,7 +47,7 @@ import Testing
         for i in 0..<30 { records.append(try store.put(entity: "note", id: "N\(i)", payload: #"{"i":\#(i)}"#)) }
         try check("30 queued")
         #expect(try store.pendingCount(transport: "folder") == 30)
-        try store.acknowledge(transport: "folder", records.prefix(10).map { ($0.version.key, $0.hlc) })
+        #expect(try pushAll(store, "folder", limit: 10).items.map(\.version) == records.prefix(10).map(\.version))
         try store.reject(space: Store.privateSpace, transport: "folder", key: records[10].version.key, hlc: records[10].hlc, error: "no")
         try check("10 acknowledged, 1 refused")
         #expect(try store.pendingCount(transport: "folder") == 19)
@@ -50,46 +65,94 @@ import Testing
         try store.addTransport(name: "folder", kind: "folder")
         try store.addTransport(name: "relay", kind: "relay")
         let r = try store.put(entity: "note", id: "N", payload: "{}")
-        try store.acknowledge(transport: "folder", [(r.version.key, r.hlc)])
-        #expect(try store.pending(transport: "folder").isEmpty)
-        #expect(try store.pending(transport: "relay").count == 1)
+        try pushAll(store, "folder")
+        #expect(try store.pending(transport: "folder").items.isEmpty)
+        #expect(try store.pending(transport: "relay").items.count == 1)
         #expect(try store.outbox().count == 1)
-        #expect(try store.outbox()[0].deliveries.map(\.transport) == ["folder"])
-        try store.acknowledge(transport: "relay", [(r.version.key, r.hlc)])
+        #expect(try store.outbox()[0].deliveries == [.init(transport: "folder", acknowledged: r.hlc, error: nil, errorStamp: nil)])
+        try pushAll(store, "relay")
         #expect(try store.outbox().isEmpty)
     }
 
-    /// Acknowledging by the rows `pending` gave does what acknowledging by key does: one
-    /// transport's ack waits for the other's; an ack of a version older than the one queued
-    /// since keeps the entry; with one transport an ack removes the entry at once.
-    @Test func acknowledgingByRowsAsByKey() throws {
+    /// A recorded push moves the transport's cursor over the batch: one transport's push
+    /// leaves the entry for the other; a version written while the push was on its way stays
+    /// queued for it; with one transport its push is all there is.
+    @Test func aRecordedPushMovesThatTransportsCursorOnly() throws {
         let dir = TempDir()
         let store = try makeStore(dir)
         try store.addTransport(name: "folder", kind: "folder")
         try store.addTransport(name: "relay", kind: "relay")
         let r = try store.put(entity: "note", id: "N", payload: "{}")
-        let row = try #require(store.pending(transport: "folder").first)
+        let row = try #require(pushAll(store, "folder").items.first)
         #expect(row.version == r.version)
-        try store.acknowledge(transport: "folder", rows: [(row.rid, row.version.hlc)])
-        #expect(try store.pending(transport: "folder").isEmpty)
+        #expect(try store.pending(transport: "folder").items.isEmpty)
         #expect(try store.outbox()[0].deliveries.map(\.transport) == ["folder"])
-        // Changed before the relay's ack of the old version: the new version stays queued.
+        // Changed while the relay's push of the old version was on its way: the new version
+        // stays queued for both.
+        let relayPage = try store.pending(transport: "relay")
         let newer = try store.put(entity: "note", id: "N", payload: #"{"v":2}"#)
-        try store.acknowledge(transport: "relay", rows: [(row.rid, row.version.hlc)])
-        #expect(try store.pending(transport: "relay").map(\.version) == [newer.version])
-        #expect(try store.pending(transport: "folder").map(\.version) == [newer.version])
-        let again = try #require(store.pending(transport: "relay").first)
+        try record(store, "relay", relayPage)
+        #expect(try store.pending(transport: "relay").items.map(\.version) == [newer.version])
+        #expect(try store.pending(transport: "folder").items.map(\.version) == [newer.version])
+        let again = try #require(store.pending(transport: "relay").items.first)
         #expect(again.rid == row.rid, "a record keeps its row")
-        for t in ["folder", "relay"] { try store.acknowledge(transport: t, rows: [(again.rid, again.version.hlc)]) }
+        #expect(again.outboxSeq > row.outboxSeq)
+        for t in ["folder", "relay"] { try pushAll(store, t) }
         #expect(try store.outbox().isEmpty)
 
-        // One transport: its ack is all there is.
+        // A batch read before an earlier one was recorded moves nothing (it is sent again).
+        let m = try store.put(entity: "note", id: "M", payload: "{}")
+        let late = try store.pending(transport: "relay", after: m.seq)
+        #expect(late.items.isEmpty && late.from == m.seq)
+        try store.recordPush(transport: "relay", from: m.seq, through: m.seq + 5, acked: [])
+        #expect(try store.pending(transport: "relay").items.map(\.version) == [m.version])
+
+        // One transport: its push is all there is.
         try store.removeTransport(name: "relay")
-        let one = try store.put(entity: "note", id: "M", payload: "{}")
-        let oneRow = try #require(store.pending(transport: "folder").first)
-        #expect(oneRow.version == one.version)
-        try store.acknowledge(transport: "folder", rows: [(oneRow.rid, oneRow.version.hlc)])
+        let one = try store.put(entity: "note", id: "O", payload: "{}")
+        #expect(try pushAll(store, "folder").items.map(\.version) == [m.version, one.version])
         #expect(try store.outbox().isEmpty)
+    }
+
+    /// A transport skips the changes it delivered itself, and its cursor moves past them
+    /// without a push: at once when it had everything before them, else when its push loop
+    /// reads past them (an empty batch).
+    @Test func aTransportIsNotSentWhatItDeliveredAndItsCursorMovesPastIt() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.addTransport(name: "folder", kind: "folder")
+        func remote(_ id: String, _ millis: Int64) -> RecordVersion {
+            RecordVersion(entity: "n", id: id, hlc: Stamp(millis: millis, counter: 0, node: NodeID(9)), deleted: false, payload: "{}")
+        }
+        _ = try store.applyRemote([remote("a", 1), remote("b", 2)], origin: .remote(transport: "folder"))
+        var page = try store.pending(transport: "folder")
+        #expect(page.items.isEmpty && page.from == store.lastSeq && page.through == store.lastSeq)
+        #expect(try store.pendingCount(transport: "folder") == 0)
+        // A local write in between: the next remote batch leaves the cursor where it was.
+        let local = try store.put(entity: "n", id: "L", payload: "{}")
+        _ = try store.applyRemote([remote("c", 3)], origin: .remote(transport: "folder"))
+        page = try store.pending(transport: "folder")
+        #expect(page.items.map(\.version) == [local.version])
+        #expect(page.through == store.lastSeq, "the read went past what came from the transport")
+        try record(store, "folder", page)
+        #expect(try store.pending(transport: "folder") == Store.PendingPage(items: [], from: store.lastSeq, through: store.lastSeq))
+        #expect(try store.outbox().isEmpty)
+    }
+
+    /// A transport added under the name of a removed one is sent what the removed one
+    /// delivered: it may be another place altogether.
+    @Test func aTransportAddedAgainIsSentWhatItsNamesakeDelivered() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.addTransport(name: "folder", kind: "folder")
+        let remote = RecordVersion(entity: "n", id: "R", hlc: Stamp(millis: 1, counter: 0, node: NodeID(9)), deleted: false, payload: "{}")
+        _ = try store.applyRemote([remote], origin: .remote(transport: "folder"))
+        #expect(try store.pending(transport: "folder").items.isEmpty)
+        try store.removeTransport(name: "folder")
+        try store.addTransport(name: "folder", kind: "folder")
+        #expect(try store.pending(transport: "folder").items.map(\.version) == [remote])
+        try store.restartTransport(name: "folder")
+        #expect(try store.pending(transport: "folder").items.map(\.version) == [remote])
     }
 
     /// A transport whose host lost its data starts over: its cursor and progress go and every
@@ -102,19 +165,19 @@ import Testing
         try store.addTransport(name: "relay", kind: "relay")
         var records: [Record] = []
         for i in 0..<3 { records.append(try store.put(entity: "note", id: "N\(i)", payload: "{}")) }
-        for t in ["folder", "relay"] { try store.acknowledge(transport: t, records.map { ($0.version.key, $0.hlc) }) }
+        for t in ["folder", "relay"] { try pushAll(store, t) }
         try store.setProgress(key: "cursor:relay", value: "42")
         try store.setProgress(key: "push:relay", value: "7")
         try store.setProgress(key: "cursor:folder", value: "9")
         #expect(try store.outbox().isEmpty)
 
         try store.restartTransport(name: "relay")
-        #expect(try store.pending(transport: "relay").map(\.version.id).sorted() == ["N0", "N1", "N2"])
-        #expect(try store.pending(transport: "folder").isEmpty)
+        #expect(try store.pending(transport: "relay").items.map(\.version) == records.map(\.version))
+        #expect(try store.pending(transport: "folder").items.isEmpty)
         #expect(try store.progress(key: "cursor:relay") == nil)
         #expect(try store.progress(key: "push:relay") == nil)
         #expect(try store.progress(key: "cursor:folder") == "9")
-        try store.acknowledge(transport: "relay", records.map { ($0.version.key, $0.hlc) })
+        try pushAll(store, "relay")
         #expect(try store.outbox().isEmpty)
         try store.restartTransport(name: "gone")   // no such transport: nothing happens
         #expect(try store.outbox().isEmpty)
@@ -126,17 +189,17 @@ import Testing
         let dir = TempDir()
         let store = try makeStore(dir)
         try store.addTransport(name: "relay", kind: "relay", config: #"{"url":"http://a"}"#)
-        let r = try store.put(entity: "note", id: "N", payload: "{}")
-        try store.acknowledge(transport: "relay", [(r.version.key, r.hlc)])
+        try store.put(entity: "note", id: "N", payload: "{}")
+        try pushAll(store, "relay")
         try store.setProgress(key: "cursor:relay", value: "42")
 
         try store.addTransport(name: "relay", kind: "relay", config: #"{"url":"http://a","token":"t2"}"#, startOver: false)
         #expect(try store.progress(key: "cursor:relay") == "42")
-        #expect(try store.pending(transport: "relay").isEmpty)
+        #expect(try store.pending(transport: "relay").items.isEmpty)
 
         try store.addTransport(name: "relay", kind: "relay", config: #"{"url":"http://b"}"#, startOver: true)
         #expect(try store.progress(key: "cursor:relay") == nil)
-        #expect(try store.pending(transport: "relay").map(\.version.id) == ["N"])
+        #expect(try store.pending(transport: "relay").items.map(\.version.id) == ["N"])
     }
 
     /// Entries with errors are found however far back in the outbox they are: `limit` counts
@@ -154,38 +217,39 @@ import Testing
         #expect(errors.first?.deliveries.first?.error == "too large for the host")
     }
 
-    @Test func acknowledgementsOfUnconfiguredTransportsDoNotPrune() throws {
+    /// A push recorded for a transport that is not configured counts for nothing.
+    @Test func pushesOfUnconfiguredTransportsCountForNothing() throws {
         let dir = TempDir()
         let store = try makeStore(dir)
         try store.addTransport(name: "t1", kind: "folder")
         try store.addTransport(name: "t2", kind: "relay")
         let r = try store.put(entity: "note", id: "N", payload: "{}")
-        try store.acknowledge(transport: "t1", [(r.version.key, r.hlc)])
-        try store.acknowledge(transport: "ghost", [(r.version.key, r.hlc)])
+        try pushAll(store, "t1")
+        try store.recordPush(transport: "ghost", from: 0, through: r.seq, acked: [(1, r.hlc)],
+                             refused: [(r.version.key, r.hlc, "no")])
         #expect(try store.outbox().count == 1)
-        #expect(try store.pending(transport: "t2").count == 1)
-        try store.acknowledge(transport: "t2", [(r.version.key, r.hlc)])
+        #expect(try store.outbox()[0].deliveries.map(\.transport) == ["t1"])
+        #expect(try store.pending(transport: "t2").items.count == 1)
+        try pushAll(store, "t2")
         #expect(try store.outbox().isEmpty)
     }
 
-    /// With one transport an acknowledgement removes the entry at once; one from a transport
-    /// that is not configured still counts for nothing, and an earlier refusal goes with it.
-    @Test func withOneTransportItsAcknowledgementAloneRemovesTheEntry() throws {
+    /// With one transport its push empties the outbox; an entry written later starts with no
+    /// verdicts.
+    @Test func withOneTransportItsPushAloneEmptiesTheOutbox() throws {
         let dir = TempDir()
         let store = try makeStore(dir)
         try store.addTransport(name: "only", kind: "relay")
         let r = try store.put(entity: "note", id: "N", payload: "{}")
-        try store.acknowledge(transport: "ghost", [(r.version.key, r.hlc)])
         #expect(try store.outbox().count == 1)
-        try store.reject(transport: "only", key: r.version.key, hlc: r.hlc, error: "too big")
-        #expect(try store.outbox()[0].deliveries.map(\.transport) == ["ghost", "only"])
-        try store.acknowledge(transport: "only", [(r.version.key, r.hlc)])
+        #expect(try store.outbox()[0].deliveries.isEmpty)
+        try pushAll(store, "only")
         #expect(try store.outbox().isEmpty)
-        #expect(try store.pending(transport: "only").isEmpty)
-        // Nothing is left of it: a later version is queued afresh, with no old verdicts.
+        #expect(try store.pending(transport: "only").items.isEmpty)
         let next = try store.put(entity: "note", id: "N", payload: #"{"v":2}"#)
+        #expect(next.seq > r.seq)
         #expect(try store.outbox().map(\.deliveries.count) == [0])
-        #expect(try store.pending(transport: "only").map(\.version.hlc) == [next.hlc])
+        #expect(try store.pending(transport: "only").items.map(\.version.hlc) == [next.hlc])
     }
 
     @Test func anAckOfAnOlderVersionKeepsTheNewerQueued() throws {
@@ -193,11 +257,13 @@ import Testing
         let store = try makeStore(dir)
         try store.addTransport(name: "relay", kind: "relay")
         let v1 = try store.put(entity: "note", id: "N", payload: #"{"v":1}"#)
+        let first = try store.pending(transport: "relay")
+        #expect(first.items.map(\.version.hlc) == [v1.hlc])
         let v2 = try store.put(entity: "note", id: "N", payload: #"{"v":2}"#)
-        try store.acknowledge(transport: "relay", [(v1.version.key, v1.hlc)])
-        let pending = try store.pending(transport: "relay")
+        try record(store, "relay", first)
+        let pending = try store.pending(transport: "relay").items
         #expect(pending.map(\.version.hlc) == [v2.hlc])
-        try store.acknowledge(transport: "relay", [(v2.version.key, v2.hlc)])
+        try pushAll(store, "relay")
         #expect(try store.outbox().isEmpty)
     }
 
@@ -207,15 +273,18 @@ import Testing
         try store.addTransport(name: "relay", kind: "relay")
         let r = try store.put(entity: "note", id: "N", payload: "{}")
         try store.reject(transport: "relay", key: r.version.key, hlc: r.hlc, error: "413: quota exceeded")
-        #expect(try store.pending(transport: "relay").isEmpty)
+        #expect(try store.pending(transport: "relay").items.isEmpty)
+        #expect(try store.pendingCount(transport: "relay") == 0)
         let entry = try #require(try store.outbox().first)
         #expect(entry.deliveries.first?.error == "413: quota exceeded")
         #expect(try store.stats().outboxErrors == 1)
         // A new version is offered again.
         let r2 = try store.put(entity: "note", id: "N", payload: #"{"smaller":true}"#)
-        #expect(try store.pending(transport: "relay").map(\.version.hlc) == [r2.hlc])
-        try store.acknowledge(transport: "relay", [(r2.version.key, r2.hlc)])
+        #expect(try store.pending(transport: "relay").items.map(\.version.hlc) == [r2.hlc])
+        #expect(try store.outbox().first?.deliveries.first?.error == "413: quota exceeded", "visible until a later version is taken")
+        try pushAll(store, "relay")
         #expect(try store.outbox().isEmpty)
+        #expect(try store.stats().outboxErrors == 0)
     }
 
     @Test func addingATransportQueuesEveryRecordAndRemovingOneDropsItsProgress() throws {
@@ -224,14 +293,14 @@ import Testing
         try store.addTransport(name: "a", kind: "folder")
         var records: [Record] = []
         for i in 0..<5 { records.append(try store.put(entity: "n", id: "\(i)", payload: "{}")) }
-        try store.acknowledge(transport: "a", records.map { ($0.version.key, $0.hlc) })
+        #expect(try pushAll(store, "a").items.map(\.version) == records.map(\.version))
         #expect(try store.outbox().isEmpty)
         try store.setProgress(key: "push:a", value: "5")
         try store.setProgress(key: "cursor:a", value: "abc")
 
         try store.addTransport(name: "b", kind: "relay")
-        #expect(try store.pending(transport: "b").count == 5)
-        #expect(try store.pending(transport: "a").isEmpty)
+        #expect(try store.pending(transport: "b").items.count == 5)
+        #expect(try store.pending(transport: "a").items.isEmpty)
         try store.setProgress(key: "cursor:b", value: "xyz")
 
         // Removing b: its entries are no longer needed by anyone, so they are pruned.
@@ -243,7 +312,7 @@ import Testing
 
         // Re-adding queues everything again.
         try store.addTransport(name: "b", kind: "relay")
-        #expect(try store.pending(transport: "b").count == 5)
+        #expect(try store.pending(transport: "b").items.count == 5)
     }
 
     @Test func remoteChangesAreForwardedToTheOtherTransportsOnly() throws {
@@ -256,11 +325,11 @@ import Testing
         #expect(try store.outbox().isEmpty)
         // With a second transport, it is forwarded there and counted as delivered to its source.
         try store.addTransport(name: "relay", kind: "relay")
-        try store.acknowledge(transport: "relay", [(remote.key, remote.hlc)])
+        #expect(try pushAll(store, "relay").items.map(\.version) == [remote])
         let newer = RecordVersion(entity: "n", id: "R", hlc: Stamp(millis: 2, counter: 0, node: NodeID(9)), deleted: false, payload: #"{"v":2}"#)
         _ = try store.applyRemote([newer], origin: .remote(transport: "folder"))
-        #expect(try store.pending(transport: "folder").isEmpty)
-        #expect(try store.pending(transport: "relay").map(\.version.hlc) == [newer.hlc])
+        #expect(try store.pending(transport: "folder").items.isEmpty)
+        #expect(try store.pending(transport: "relay").items.map(\.version.hlc) == [newer.hlc])
     }
 
     @Test func withoutTransportsEntriesWaitForTheFirstOne() throws {
@@ -269,7 +338,7 @@ import Testing
         try store.put(entity: "n", id: "1", payload: "{}")
         #expect(try store.outbox().count == 1)
         try store.addTransport(name: "first", kind: "folder")
-        #expect(try store.pending(transport: "first").count == 1)
+        #expect(try store.pending(transport: "first").items.count == 1)
     }
 
     @Test func pendingPagesInOutboxOrder() throws {
@@ -278,9 +347,10 @@ import Testing
         try store.addTransport(name: "t", kind: "folder")
         for i in 0..<10 { try store.put(entity: "n", id: "\(i)", payload: "{}") }
         let first = try store.pending(transport: "t", limit: 4)
-        let second = try store.pending(transport: "t", after: first.last!.outboxSeq, limit: 4)
-        let third = try store.pending(transport: "t", after: second.last!.outboxSeq, limit: 4)
-        #expect((first + second + third).map(\.version.id) == (0..<10).map { "\($0)" })
+        let second = try store.pending(transport: "t", after: first.through, limit: 4)
+        let third = try store.pending(transport: "t", after: second.through, limit: 4)
+        #expect((first.items + second.items + third.items).map(\.version.id) == (0..<10).map { "\($0)" })
+        #expect(first.through == first.items.last?.outboxSeq && third.through == store.lastSeq)
     }
 
     @Test func progressIsPerSpaceAndTransport() throws {

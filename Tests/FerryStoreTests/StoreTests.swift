@@ -398,8 +398,9 @@ import FerrySQLite
         let tables = try db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
         var names: [String] = []
         while try tables.step() { names.append(tables.text(0)!) }
-        #expect(Set(names).isSuperset(of: ["records", "changes", "outbox", "outbox_delivery", "spaces", "transports",
+        #expect(Set(names).isSuperset(of: ["records", "changes", "outbox_delivery", "spaces", "transports",
                                             "progress", "losers", "attachments", "engine_state"]))
+        #expect(!names.contains("outbox"), "version 3 keeps transport cursors instead")
     }
 
     /// The change log keeps one row per record, its latest change, however often records
@@ -433,6 +434,7 @@ import FerrySQLite
             }
             // As a store of version 1 left it: superseded rows, kept.
             try db.execute("INSERT INTO changes (seq, rid, sid, origin) SELECT seq - 100000, rid, sid, 'local' FROM changes")
+            try Self.downgradeToVersion2(db)
             try db.execute("PRAGMA user_version = 1")
             #expect(try db.scalarInt("SELECT count(*) FROM changes") == 6)
         }
@@ -440,6 +442,56 @@ import FerrySQLite
         let db = try Database(path: dir.path + "/ferry.db")
         #expect(try db.scalarInt("SELECT count(*) FROM changes") == 3)
         #expect(try store.changes(since: 0).records.map(\.id) == ["a", "b", "c"])
+    }
+
+    /// Undoes migration 3 on a store made by this build: what a store of version 2 looked like.
+    static func downgradeToVersion2(_ db: Database) throws {
+        try db.execute("""
+            ALTER TABLE transports DROP COLUMN sent;
+            ALTER TABLE transports DROP COLUMN since;
+            CREATE TABLE outbox (rid INTEGER PRIMARY KEY, sid INTEGER NOT NULL, hlc TEXT NOT NULL, seq INTEGER NOT NULL,
+                                 queued_at INTEGER NOT NULL);
+            CREATE INDEX outbox_by_space ON outbox (sid, seq);
+            PRAGMA user_version = 2;
+            """)
+    }
+
+    /// A store of version 2 kept an outbox row per queued record and per-transport
+    /// acknowledgements. Opened by this build, each transport's cursor starts before the first
+    /// record it still needed, refusals stay, and nothing it lacked is skipped.
+    @Test func anOutboxOfVersion2BecomesTransportCursors() throws {
+        let dir = TempDir()
+        var records: [Record] = []
+        do {
+            let store = try makeStore(dir)
+            try store.addTransport(name: "folder", kind: "folder")
+            try store.addTransport(name: "relay", kind: "relay")
+            for i in 0..<5 { records.append(try store.put(entity: "note", id: "N\(i)", payload: "{}")) }
+        }
+        do {
+            let db = try Database(path: dir.path + "/ferry.db")
+            try Self.downgradeToVersion2(db)
+            // N1 and N3 were still queued: N1 taken by the folder, N3 refused by the relay.
+            for r in [records[1], records[3]] {
+                try db.execute("INSERT INTO outbox (rid, sid, hlc, seq, queued_at) SELECT rid, sid, hlc, seq, 0 FROM records WHERE id = '\(r.id)'")
+            }
+            try db.execute("""
+                INSERT INTO outbox_delivery (rid, transport, acked_hlc, error, error_hlc, updated_at)
+                SELECT rid, 'folder', hlc, NULL, NULL, 0 FROM records WHERE id = 'N1';
+                INSERT INTO outbox_delivery (rid, transport, acked_hlc, error, error_hlc, updated_at)
+                SELECT rid, 'relay', NULL, 'too large', hlc, 0 FROM records WHERE id = 'N3';
+                """)
+        }
+        let store = try makeStore(dir)
+        let db = try Database(path: dir.path + "/ferry.db")
+        #expect(try db.scalarInt("PRAGMA user_version") == 3)
+        #expect(try db.scalarInt("SELECT count(*) FROM sqlite_master WHERE name = 'outbox'") == 0)
+        let folder = try store.pending(transport: "folder").items.map(\.version.id)
+        let relay = try store.pending(transport: "relay").items.map(\.version.id)
+        #expect(folder.contains("N3") && !folder.contains("N0") && !folder.contains("N1") && !folder.contains("N2"), "\(folder)")
+        #expect(relay.contains("N1") && !relay.contains("N0") && !relay.contains("N3"), "\(relay)")
+        #expect(try store.outbox(errorsOnly: true).map(\.id) == ["N3"])
+        #expect(try store.outbox(errorsOnly: true).first?.deliveries.map(\.error) == ["too large"])
     }
 
     @Test func durabilityPragma() throws {

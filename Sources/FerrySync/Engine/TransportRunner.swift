@@ -164,13 +164,13 @@ final class TransportRunner: Sendable {
         var versions: [RecordVersion]
         /// The store's row of each version (`Store.Pending.rid`), for acknowledging it.
         var rids: [Int64]
-        /// The outbox order of the last version in it (the next batch starts after it).
-        var lastOutboxSeq: Int64
-        /// More was pending than this batch holds.
+        /// The change-log range the batch covers (`Store.recordPush`): every record the
+        /// transport needs after `from` up to `through` is in it; the next batch starts after
+        /// `through`.
+        var from: Int64
+        var through: Int64
+        /// More may be pending than this batch holds.
         var more: Bool
-        /// The batch stopped at the byte limit before the page's end: the next batch must
-        /// start over from the outbox's beginning, not after `lastOutboxSeq`.
-        var cutShort: Bool
         /// Versions left out of `envelopes` because the transport refused an attachment they
         /// reference as too large, with the reason: rejected when the batch's outcomes are
         /// recorded, so they wait for a later version instead of holding every record back.
@@ -200,7 +200,7 @@ final class TransportRunner: Sendable {
             while sending.count < window, let batch = next {
                 sending.append((batch, send(batch)))
                 do {
-                    next = batch.more ? try await prepareBatch(after: batch.cutShort ? 0 : batch.lastOutboxSeq) : nil
+                    next = batch.more ? try await prepareBatch(after: batch.through) : nil
                 } catch {
                     await abandon()
                     throw error
@@ -258,31 +258,39 @@ final class TransportRunner: Sendable {
         }
     }
 
-    /// Reads the next batch after `after` in outbox order, seals it and uploads the attachments
-    /// it references; nil when nothing is pending (or the engine is paused).
+    /// Reads the next batch after `after` (and after the transport's cursor) in change-log
+    /// order, seals it and uploads the attachments it references; nil when nothing is pending
+    /// (or the engine is paused). A batch with no envelopes moves the cursor past changes the
+    /// transport does not need.
     private func prepareBatch(after: Int64) async throws(SyncFailure) -> PreparedBatch? {
         let store = self.store, space = self.space, name = info.name, limit = batchEnvelopes
-        let pending = try await local("reading the outbox") { () throws(FerryError) in
+        let page = try await local("reading the outbox") { () throws(FerryError) in
             try store.pending(space: space, transport: name, after: after, limit: limit)
         }
         // A pause set before these records were written stops them here, before they leave.
-        guard !pending.isEmpty, !isPaused() else { return nil }
+        guard !isPaused() else { return nil }
+        guard !page.items.isEmpty else {
+            guard page.through > page.from else { return nil }
+            return PreparedBatch(envelopes: [], versions: [], rids: [], from: page.from, through: page.through, more: false)
+        }
         var batch: [Envelope] = []
         var versions: [RecordVersion] = []
         var rids: [Int64] = []
         var bytes = 0
-        var last: Int64 = after
-        for item in pending {
+        var through = page.through
+        for (i, item) in page.items.enumerated() {
             let envelope = sealer.seal(item.version)
             let size = EnvelopeHeader.encodedSize + 4 + envelope.body.count
-            if !batch.isEmpty, bytes + size > batchBytes { break }
+            if !batch.isEmpty, bytes + size > batchBytes {
+                through = page.items[i - 1].outboxSeq
+                break
+            }
             batch.append(envelope)
             versions.append(item.version)
             rids.append(item.rid)
             bytes += size
-            last = item.outboxSeq
         }
-        let cutShort = versions.count < pending.count
+        let cutShort = versions.count < page.items.count
         let tooLarge = try await uploadAttachments(of: versions)
         var refused: [(RecordVersion, String)] = []
         if !tooLarge.isEmpty {
@@ -300,11 +308,11 @@ final class TransportRunner: Sendable {
             versions = keptVersions
             rids = keptRIDs
         }
-        return PreparedBatch(envelopes: batch, versions: versions, rids: rids, lastOutboxSeq: last,
-                             more: cutShort || pending.count >= limit, cutShort: cutShort, refused: refused)
+        return PreparedBatch(envelopes: batch, versions: versions, rids: rids, from: page.from, through: through,
+                             more: cutShort || page.items.count >= limit, refused: refused)
     }
 
-    /// Records a pushed batch's outcomes in the outbox: acknowledged, or refused for good.
+    /// Records a pushed batch's outcomes: acknowledged, or refused for good.
     private func record(_ outcomes: [PushOutcome], of batch: PreparedBatch) async throws(SyncFailure) {
         let store = self.store, space = self.space, name = info.name
         guard outcomes.count == batch.envelopes.count else {
@@ -319,21 +327,19 @@ final class TransportRunner: Sendable {
             }
         }
         let acknowledged = acks
-        let refused = refusals
+        let refused = refusals.map { (key: $0.0.key, hlc: $0.0.hlc, error: $0.1) }
         try await local("recording what \(name) stored") { () throws(FerryError) in
-            try store.acknowledge(space: space, transport: name, rows: acknowledged)
-            for (version, why) in refused {
-                try store.reject(space: space, transport: name, key: version.key, hlc: version.hlc, error: why)
-            }
+            try store.recordPush(space: space, transport: name, from: batch.from, through: batch.through,
+                                 acked: acknowledged, refused: refused)
         }
-        for (version, why) in refused {
+        for (version, why) in refusals {
             log(.warning, "\(name) refused \(version.entity)/\(version.id): \(why)",
                 fields.merging(["entity": version.entity], uniquingKeysWith: { a, _ in a }))
         }
         healthState.withLock {
             $0.pushed += Int64(acknowledged.count)
-            $0.refused += Int64(refused.count)
-            if let last = refused.last { $0.lastRefusal = "push of \(last.0.entity)/\(last.0.id): \(last.1)" }
+            $0.refused += Int64(refusals.count)
+            if let last = refusals.last { $0.lastRefusal = "push of \(last.0.entity)/\(last.0.id): \(last.1)" }
         }
     }
 

@@ -20,22 +20,37 @@ extension Store {
         }
     }
 
-    /// The outbox's counts alone: the changes after the lowest transport cursor that some
-    /// transport needs, and the changes of spaces without a transport.
+    /// The outbox's counts alone, cheap enough for a status line however large the store or
+    /// the backlog: a count of change-log rows by seq, never a check of each.
     public func outboxCounts() throws(FerryError) -> OutboxCounts {
         try read("counting the outbox", slow: true) { db in try Self.outboxCounts(in: db) }
     }
 
+    /// `pending`: per space with transports, the changes after its slowest transport's cursor.
+    /// That is what that transport needs, plus, for moments, changes it will skip (ones it
+    /// delivered itself, read past by its next push). `withoutTransport`: every change of the
+    /// spaces with no transport.
     private static func outboxCounts(in db: Database) throws -> OutboxCounts {
-        let floor = try db.scalarInt("SELECT coalesce(min(sent), 0) FROM transports") ?? 0
-        let pending = try db.prepare("""
-            SELECT count(*) FROM changes c JOIN records r ON r.rid = c.rid
-            WHERE c.seq > ? AND EXISTS (SELECT 1 FROM transports t WHERE t.sid = c.sid AND \(transportNeedsChange))
-            """)
-        pending.bind(1, floor)
-        let needed = try pending.step() ? pending.int64(0) : 0
-        let orphaned = try db.scalarInt("SELECT count(*) FROM changes WHERE sid NOT IN (SELECT sid FROM transports)") ?? 0
-        return OutboxCounts(pending: Int(needed), withoutTransport: Int(orphaned))
+        var lowest: [Int64: Int64] = [:]
+        let cursors = try db.prepare("SELECT s.sid, min(t.sent) FROM spaces s LEFT JOIN transports t ON t.sid = s.sid GROUP BY s.sid")
+        var bare: [Int64] = []
+        while try cursors.step() {
+            if cursors.isNull(1) { bare.append(cursors.int64(0)) } else { lowest[cursors.int64(0)] = cursors.int64(1) }
+        }
+        let after = try db.cached("SELECT count(*) FROM changes WHERE seq > ? AND sid = ?")
+        defer { after.reset() }
+        var pending: Int64 = 0, orphaned: Int64 = 0
+        for (sid, low) in lowest {
+            after.reset()
+            after.bind(1, low); after.bind(2, sid)
+            if try after.step() { pending += after.int64(0) }
+        }
+        for sid in bare {
+            after.reset()
+            after.bind(1, Int64.min); after.bind(2, sid)
+            if try after.step() { orphaned += after.int64(0) }
+        }
+        return OutboxCounts(pending: Int(pending), withoutTransport: Int(orphaned))
     }
 
     /// A SHA-256 over every record of the given spaces (all when nil), in key order: equal on two

@@ -332,6 +332,25 @@ func record(_ store: Store, _ transport: String, _ page: Store.PendingPage, spac
         #expect(try store.pending(transport: "relay").items.map(\.version.hlc) == [newer.hlc])
     }
 
+    /// The status line's counts: per space, the changes after its slowest transport's cursor;
+    /// every change of a space with no transport.
+    @Test func outboxCountsFollowTheSlowestCursorOfEachSpace() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.createSpace(name: "team")
+        for i in 0..<3 { try store.put(entity: "n", id: "p\(i)", payload: "{}") }
+        #expect(try store.outboxCounts() == OutboxCounts(pending: 0, withoutTransport: 3))
+        try store.addTransport(space: "team", name: "t1", kind: "folder")
+        try store.addTransport(space: "team", name: "t2", kind: "relay")
+        for i in 0..<2 { try store.put(space: "team", entity: "n", id: "t\(i)", payload: "{}") }
+        #expect(try store.outboxCounts() == OutboxCounts(pending: 2, withoutTransport: 3))
+        try pushAll(store, "t1", space: "team")
+        #expect(try store.outboxCounts() == OutboxCounts(pending: 2, withoutTransport: 3), "t2 has none of them yet")
+        try pushAll(store, "t2", space: "team")
+        #expect(try store.outboxCounts() == OutboxCounts(pending: 0, withoutTransport: 3))
+        #expect(try store.stats().outbox == 3)
+    }
+
     @Test func withoutTransportsEntriesWaitForTheFirstOne() throws {
         let dir = TempDir()
         let store = try makeStore(dir)

@@ -90,7 +90,7 @@ public enum Daemon {
             hub.committed(commit.through)
             feed.publish(commit)
             engine.wake()
-            sync.localChange()
+            sync.localChange(spaces: Set(commit.records.map(\.space)))
         }
         DeclaredTransports.apply(config.transports, to: store, logger: logger)
         // Every space has its owner (keys made on first start) before the socket answers, so

@@ -59,8 +59,9 @@ final class EngineLoop: Sendable {
         while !Task.isCancelled {
             let store = self.store
             // The turn's own work: read the store's position (cheap, and it proves the store
-            // answers). Counting the outbox walks its smallest index (never the records), so
-            // that is redone only when something changed, and at most every 2 seconds.
+            // answers). Counting the outbox counts change-log rows by seq (the backlog after
+            // each space's slowest cursor, and the spaces with no transport), so that is redone
+            // only when something changed, and at most every 2 seconds.
             let seq = try? await Blocking.run { () throws(FerryError) in store.lastSeq }
             if let seq {
                 let state = engineState()

@@ -24,6 +24,9 @@ extension Store {
         /// transport does not need (it has them, it refused them, or they came from it).
         /// A transport that took `items` has everything up to here.
         public var through: Int64
+        /// The transport's `since` when read: it changes whenever the transport starts over, so
+        /// a batch read before that moves nothing when recorded (pass it to `recordPush`).
+        public var since: Int64
     }
 
     // MARK: Transports
@@ -79,7 +82,9 @@ extension Store {
     /// records it delivered before now are sent to it too (it may no longer have them).
     private static func startOver(sid: Int64, transport: String, in writer: Writer) throws(SQLiteError) {
         let db = writer.db
-        let cursor = try db.prepare("UPDATE transports SET sent = 0, since = ? WHERE sid = ? AND name = ?")
+        // `since` changes at every start-over (also with no write in between), which is what
+        // tells `recordPush` that a batch was read before it.
+        let cursor = try db.prepare("UPDATE transports SET sent = 0, since = max(?, since + 1) WHERE sid = ? AND name = ?")
         cursor.bind(1, writer.lastSeq); cursor.bind(2, sid); cursor.bind(3, transport)
         try cursor.run()
         try forget(sid: sid, transport: transport, in: db)
@@ -207,7 +212,7 @@ extension Store {
             // read, never counted as examined.
             let last = try db.scalarInt("SELECT coalesce(max(seq), 0) FROM changes") ?? 0
             guard let cursor = try Self.pushCursor(sid: sid, transport: transport, in: db) else {
-                return PendingPage(items: [], from: after, through: after)
+                return PendingPage(items: [], from: after, through: after, since: -1)
             }
             let from = max(after, cursor.sent)
             let statement = try db.cached(text: Self.pendingSQL)
@@ -222,7 +227,7 @@ extension Store {
                 out.append(Pending(version: version, outboxSeq: seq, rid: statement.int64(7)))
             }
             let through = out.count == limit ? out[out.count - 1].outboxSeq : max(from, last)
-            return PendingPage(items: out, from: from, through: through)
+            return PendingPage(items: out, from: from, through: through, since: cursor.since)
         }
     }
 
@@ -240,20 +245,24 @@ extension Store {
         }
     }
 
-    /// Records what a transport answered for a batch read with `pending`: it stored `acked`
-    /// (or had them) and refused `refused` for good, and the batch held every record it needed
-    /// after `from` up to `through`. Its cursor moves to `through` when it stood at `from` or
+    /// Records what a transport answered for a batch read with `pending` (which gave `from`,
+    /// `through` and `since`): it stored `acked` (or had them) and refused `refused` for good,
+    /// and the batch held every record it needed after `from` up to `through`. Its cursor moves to `through` when it stood at `from` or
     /// later; otherwise (an answer for a batch read before an earlier one was recorded, which
     /// the engine never makes) the cursor stays and the batch is sent again, which every
-    /// transport answers as duplicates. A refusal keeps the record visible with the reason
+    /// transport answers as duplicates; so does a batch read before the transport started
+    /// over. A refusal keeps the record visible with the reason
     /// and stops it being offered to that transport until it changes; an acknowledgement of a
     /// later version drops an earlier refusal. Nothing happens for a removed transport.
     public func recordPush(space: String = Store.privateSpace, transport: String, from: Int64, through: Int64,
-                           acked: [(rid: Int64, hlc: Stamp)], refused: [(key: RecordKey, hlc: Stamp, error: String)] = []) throws(FerryError) {
+                           since: Int64, acked: [(rid: Int64, hlc: Stamp)],
+                           refused: [(key: RecordKey, hlc: Stamp, error: String)] = []) throws(FerryError) {
         let sid = try catalog.sid(space)
         try write("recording what \(transport) took of \(acked.count + refused.count) version(s)") { writer in
             let db = writer.db
             guard let cursor = try Self.pushCursor(sid: sid, transport: transport, in: db) else { return }
+            // Read before the transport started over: what it answered is about a place that lost it.
+            if since != cursor.since { return }
             if cursor.sent >= from && through > cursor.sent {
                 let move = try db.cached("UPDATE transports SET sent = ? WHERE sid = ? AND name = ?")
                 move.bind(1, through); move.bind(2, sid); move.bind(3, transport)

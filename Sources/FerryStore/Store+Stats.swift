@@ -45,10 +45,13 @@ extension Store {
             after.bind(1, low); after.bind(2, sid)
             if try after.step() { pending += after.int64(0) }
         }
+        // One change-log row per record: a space's records, counted on its key index.
+        let records = try db.cached("SELECT count(*) FROM records WHERE sid = ?")
+        defer { records.reset() }
         for sid in bare {
-            after.reset()
-            after.bind(1, Int64.min); after.bind(2, sid)
-            if try after.step() { orphaned += after.int64(0) }
+            records.reset()
+            records.bind(1, sid)
+            if try records.step() { orphaned += records.int64(0) }
         }
         return OutboxCounts(pending: Int(pending), withoutTransport: Int(orphaned))
     }

@@ -298,6 +298,7 @@ final class Writer: @unchecked Sendable {
         let immutable = config.immutableEntities.contains(incoming.entity)
         switch Merge.decide(current: current.version.hlc, incoming: incoming.hlc, immutable: immutable) {
         case .duplicate:
+            try clearRefusal(rid: current.rid, origin: origin, hlcText: hlcText)
             return .duplicate
         case .lose:
             if current.version.hlc.node != incoming.hlc.node {
@@ -310,6 +311,7 @@ final class Writer: @unchecked Sendable {
                 try keepLoser(current.version, rid: current.rid, origin: replacedOrigin, winner: incoming.hlc)
             }
             let seq = try replace(current, with: incoming, hlcText: hlcText, sid: sid, origin: origin)
+            try clearRefusal(rid: current.rid, origin: origin, hlcText: hlcText)
             return .applied(seq: seq)
         }
     }
@@ -325,6 +327,18 @@ final class Writer: @unchecked Sendable {
         statement.bind(2, sid)
         statement.bind(3, transport)
         statement.bind(4, before)
+        try statement.run()
+    }
+
+    /// A version that came through transport T is on T: a refusal by T of that stamp or an
+    /// older one no longer stands (nothing is pushed to T for it, so nothing else clears it).
+    private func clearRefusal(rid: Int64, origin: ChangeOrigin, hlcText: String) throws {
+        guard case .remote(let transport) = origin else { return }
+        let statement = try db.cached(
+            "DELETE FROM outbox_delivery WHERE rid = ? AND transport = ? AND error IS NOT NULL AND error_hlc <= ?")
+        statement.bind(1, rid)
+        statement.bind(2, transport)
+        statement.bind(3, hlcText)
         try statement.run()
     }
 
@@ -388,24 +402,6 @@ final class Writer: @unchecked Sendable {
         statement.bind(3, String(error.prefix(4096)))
         statement.bind(4, hlc.text)
         statement.bind(5, nowMillis)
-        try statement.run()
-    }
-
-    /// Records that `transport` stored version `hlc` of `rid` out of cursor order (its cursor
-    /// is behind the batch it was in).
-    func recordAck(rid: Int64, transport: String, hlc: Stamp) throws {
-        let statement = try db.cached("""
-            INSERT INTO outbox_delivery (rid, transport, acked_hlc, error, error_hlc, updated_at) VALUES (?, ?, ?, NULL, NULL, ?)
-            ON CONFLICT (rid, transport) DO UPDATE SET
-              acked_hlc = CASE WHEN acked_hlc IS NULL OR acked_hlc < excluded.acked_hlc THEN excluded.acked_hlc ELSE acked_hlc END,
-              error = CASE WHEN error_hlc <= excluded.acked_hlc THEN NULL ELSE error END,
-              error_hlc = CASE WHEN error_hlc <= excluded.acked_hlc THEN NULL ELSE error_hlc END,
-              updated_at = excluded.updated_at
-            """)
-        statement.bind(1, rid)
-        statement.bind(2, transport)
-        statement.bind(3, hlc.text)
-        statement.bind(4, nowMillis)
         try statement.run()
     }
 

@@ -15,7 +15,7 @@ func pushAll(_ store: Store, _ transport: String, space: String = Store.privateS
 /// Records `page` (read earlier with `pending`) as stored by `transport`.
 func record(_ store: Store, _ transport: String, _ page: Store.PendingPage, space: String = Store.privateSpace) throws {
     try store.recordPush(space: space, transport: transport, from: page.from, through: page.through,
-                         acked: page.items.map { ($0.rid, $0.version.hlc) })
+                         since: page.since, acked: page.items.map { ($0.rid, $0.version.hlc) })
 }
 
 @Suite struct OutboxTests {
@@ -104,7 +104,7 @@ func record(_ store: Store, _ transport: String, _ page: Store.PendingPage, spac
         let m = try store.put(entity: "note", id: "M", payload: "{}")
         let late = try store.pending(transport: "relay", after: m.seq)
         #expect(late.items.isEmpty && late.from == m.seq)
-        try store.recordPush(transport: "relay", from: m.seq, through: m.seq + 5, acked: [])
+        try store.recordPush(transport: "relay", from: m.seq, through: m.seq + 5, since: late.since, acked: [])
         #expect(try store.pending(transport: "relay").items.map(\.version) == [m.version])
 
         // One transport: its push is all there is.
@@ -135,7 +135,8 @@ func record(_ store: Store, _ transport: String, _ page: Store.PendingPage, spac
         #expect(page.items.map(\.version) == [local.version])
         #expect(page.through == store.lastSeq, "the read went past what came from the transport")
         try record(store, "folder", page)
-        #expect(try store.pending(transport: "folder") == Store.PendingPage(items: [], from: store.lastSeq, through: store.lastSeq))
+        let after = try store.pending(transport: "folder")
+        #expect(after.items.isEmpty && after.from == store.lastSeq && after.through == store.lastSeq)
         #expect(try store.outbox().isEmpty)
     }
 
@@ -225,7 +226,7 @@ func record(_ store: Store, _ transport: String, _ page: Store.PendingPage, spac
         try store.addTransport(name: "t2", kind: "relay")
         let r = try store.put(entity: "note", id: "N", payload: "{}")
         try pushAll(store, "t1")
-        try store.recordPush(transport: "ghost", from: 0, through: r.seq, acked: [(1, r.hlc)],
+        try store.recordPush(transport: "ghost", from: 0, through: r.seq, since: 0, acked: [(1, r.hlc)],
                              refused: [(r.version.key, r.hlc, "no")])
         #expect(try store.outbox().count == 1)
         #expect(try store.outbox()[0].deliveries.map(\.transport) == ["t1"])
@@ -250,6 +251,44 @@ func record(_ store: Store, _ transport: String, _ page: Store.PendingPage, spac
         #expect(next.seq > r.seq)
         #expect(try store.outbox().map(\.deliveries.count) == [0])
         #expect(try store.pending(transport: "only").items.map(\.version.hlc) == [next.hlc])
+    }
+
+    /// A refusal goes once the transport has a newer version, also when that version came from
+    /// the transport itself (another device wrote a smaller one and pushed it there): nothing
+    /// is pushed to it then, so applying the version clears the refusal.
+    @Test func aRefusalGoesWhenTheTransportItselfDeliversANewerVersion() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.addTransport(name: "relay", kind: "relay")
+        let r = try store.put(entity: "note", id: "N", payload: #"{"big":true}"#)
+        let page = try store.pending(transport: "relay")
+        try store.recordPush(transport: "relay", from: page.from, through: page.through, since: page.since, acked: [],
+                             refused: [(r.version.key, r.hlc, "413: too large")])
+        #expect(try store.outbox(errorsOnly: true).count == 1)
+        let smaller = RecordVersion(entity: "note", id: "N", hlc: Stamp(millis: r.hlc.millis + 1000, counter: 0, node: NodeID(9)),
+                                    deleted: false, payload: "{}")
+        _ = try store.applyRemote([smaller], origin: .remote(transport: "relay"))
+        #expect(try store.get(entity: "note", id: "N")?.version.hlc == smaller.hlc)
+        #expect(try store.pending(transport: "relay").items.isEmpty)
+        #expect(try store.outbox(errorsOnly: true).isEmpty, "the relay has the current version")
+        #expect(try store.outbox().isEmpty)
+        #expect(try store.stats().outboxErrors == 0)
+    }
+
+    /// A batch read before the transport started over (its host lost its data while the push
+    /// was on its way) moves nothing when recorded, even one read from cursor 0: the records
+    /// are sent again.
+    @Test func aPushReadBeforeAStartOverDoesNotMoveTheNewCursor() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.addTransport(name: "relay", kind: "relay")
+        for i in 0..<3 { try store.put(entity: "note", id: "N\(i)", payload: "{}") }
+        let page = try store.pending(transport: "relay")
+        #expect(page.from == 0 && page.items.count == 3)
+        // The pull loop finds the host lost its data while the push is on its way.
+        try store.restartTransport(name: "relay")
+        try record(store, "relay", page)
+        #expect(try store.pending(transport: "relay").items.count == 3, "the host lost them: they must be sent again")
     }
 
     @Test func anAckOfAnOlderVersionKeepsTheNewerQueued() throws {

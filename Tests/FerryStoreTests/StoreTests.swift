@@ -494,6 +494,30 @@ import FerrySQLite
         #expect(try store.outbox(errorsOnly: true).first?.deliveries.map(\.error) == ["too large"])
     }
 
+    /// A version-2 store in the middle of re-sending everything to a transport that started
+    /// over (or was re-added under the same name, pointing elsewhere) still sends it the
+    /// records it delivered earlier (origin `remote:<name>`) after the migration.
+    @Test func aVersion2BacklogOfRecordsFromTheTransportItselfIsStillSentAfterTheMigration() throws {
+        let dir = TempDir()
+        let remote = RecordVersion(entity: "note", id: "R", hlc: Stamp(millis: 1, counter: 0, node: NodeID(9)),
+                                   deleted: false, payload: "{}")
+        do {
+            let store = try makeStore(dir)
+            try store.addTransport(name: "folder", kind: "folder")
+            _ = try store.applyRemote([remote], origin: .remote(transport: "folder"))
+            _ = try store.put(entity: "note", id: "L", payload: "{}")
+        }
+        do {
+            let db = try Database(path: dir.path + "/ferry.db")
+            try Self.downgradeToVersion2(db)
+            // Version 2 after restartTransport("folder"): every record queued, nothing acknowledged.
+            try db.execute("INSERT INTO outbox (rid, sid, hlc, seq, queued_at) SELECT rid, sid, hlc, seq, 0 FROM records")
+        }
+        let store = try makeStore(dir)
+        let ids = try store.pending(transport: "folder").items.map(\.version.id)
+        #expect(ids.sorted() == ["L", "R"], "\(ids)")
+    }
+
     @Test func durabilityPragma() throws {
         let dir = TempDir()
         let store = try makeStore(dir) { $0.durability = .full }

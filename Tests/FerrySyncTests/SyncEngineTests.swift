@@ -29,7 +29,7 @@ final class EngineDevice: Sendable {
             return MemoryTransport(name: info.name, log: log)
         }
         let engine = self.engine
-        store.setCommitObserver { _ in engine.localChange() }
+        store.setCommitObserver { commit in engine.localChange(spaces: Set(commit.records.map(\.space))) }
     }
 
     func add(_ name: String, log: String, space: String = Store.privateSpace) async throws {

@@ -1,6 +1,6 @@
 extension Schema {
     /// Version 3: each transport's push progress is a cursor into the change log instead of a
-    /// row per queued record (protocol.md section 10, "The outbox"). A local write no longer
+    /// row per queued record (protocol.md section 11, "The outbox"). A local write no longer
     /// writes an outbox row and its index entry, and a push no longer deletes them.
     ///
     /// `sent`: every change with a seq up to it is on the transport or not needed there.
@@ -18,7 +18,10 @@ extension Schema {
            AND NOT EXISTS (SELECT 1 FROM outbox_delivery d WHERE d.rid = o.rid AND d.transport = transports.name
                            AND (d.acked_hlc >= r.hlc OR d.error_hlc >= r.hlc))),
         (SELECT max(seq) FROM changes),
-        0);
+        0),
+      -- What version 2 still had queued for a transport may have come from it before it
+      -- started over (or from a namesake it replaced): nothing before now is skipped for it.
+      since = coalesce((SELECT max(seq) FROM changes), 0);
     DELETE FROM outbox_delivery WHERE error IS NULL;
     DROP TABLE outbox;
     """

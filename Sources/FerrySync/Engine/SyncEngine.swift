@@ -103,9 +103,11 @@ public final class SyncEngine: Sendable {
         }
     }
 
-    /// Local data changed (any commit): push loops look at their outbox soon.
-    public func localChange() {
-        for runner in runners.withLock({ Array($0.values) }) { runner.localChange() }
+    /// Records of `spaces` changed (a commit, local or from a transport): the push loops of
+    /// those spaces look at what their transports need soon. Loops of other spaces are left
+    /// alone: nothing there changed for them.
+    public func localChange(spaces: Set<String>) {
+        for runner in runners.withLock({ Array($0.values) }) where spaces.contains(runner.space) { runner.localChange() }
     }
 
     /// Push and pull now, ending backoffs and waits; nil: every space.

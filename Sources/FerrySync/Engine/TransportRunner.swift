@@ -169,6 +169,8 @@ final class TransportRunner: Sendable {
         /// `through`.
         var from: Int64
         var through: Int64
+        /// The transport's start-over mark when read (`Store.PendingPage.since`).
+        var since: Int64
         /// More may be pending than this batch holds.
         var more: Bool
         /// Versions left out of `envelopes` because the transport refused an attachment they
@@ -271,7 +273,8 @@ final class TransportRunner: Sendable {
         guard !isPaused() else { return nil }
         guard !page.items.isEmpty else {
             guard page.through > page.from else { return nil }
-            return PreparedBatch(envelopes: [], versions: [], rids: [], from: page.from, through: page.through, more: false)
+            return PreparedBatch(envelopes: [], versions: [], rids: [], from: page.from, through: page.through,
+                                 since: page.since, more: false)
         }
         var batch: [Envelope] = []
         var versions: [RecordVersion] = []
@@ -309,7 +312,7 @@ final class TransportRunner: Sendable {
             rids = keptRIDs
         }
         return PreparedBatch(envelopes: batch, versions: versions, rids: rids, from: page.from, through: through,
-                             more: cutShort || page.items.count >= limit, refused: refused)
+                             since: page.since, more: cutShort || page.items.count >= limit, refused: refused)
     }
 
     /// Records a pushed batch's outcomes: acknowledged, or refused for good.
@@ -330,7 +333,7 @@ final class TransportRunner: Sendable {
         let refused = refusals.map { (key: $0.0.key, hlc: $0.0.hlc, error: $0.1) }
         try await local("recording what \(name) stored") { () throws(FerryError) in
             try store.recordPush(space: space, transport: name, from: batch.from, through: batch.through,
-                                 acked: acknowledged, refused: refused)
+                                 since: batch.since, acked: acknowledged, refused: refused)
         }
         for (version, why) in refusals {
             log(.warning, "\(name) refused \(version.entity)/\(version.id): \(why)",

@@ -290,6 +290,53 @@ import Testing
         #expect(failure?.message.contains("its host name does not resolve") == true, "\(String(describing: failure))")
     }
 
+    /// A name's lookup runs beside the request: one that hangs (no network, a DNS server that
+    /// does not answer) ends the request at its timeout, or at once when it is cancelled; a
+    /// numeric address never waits for a lookup; a name that resolves connects.
+    @Test func aHangingLookupEndsAtTheTimeoutOrCancellation() throws {
+        let hanging: HTTP1Resolver.Lookup = { host, port, numericOnly in
+            if numericOnly { return .failure(.unresolvable(host: host, detail: "not numeric")) }
+            Thread.sleep(forTimeInterval: 8)
+            return .failure(.unresolvable(host: host, detail: "gave up"))
+        }
+        var started = ContinuousClock.now
+        #expect(throws: HTTP1ClientError.timedOut) {
+            _ = try HTTP1Connection.open(host: "relay.test", port: 80, timeout: .milliseconds(400), cancellation: HTTP1Cancellation(),
+                                         lookup: hanging)
+        }
+        #expect(ContinuousClock.now - started < .seconds(4))
+
+        let cancellation = try HTTP1Cancellation()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { cancellation.cancel() }
+        started = ContinuousClock.now
+        #expect(throws: HTTP1ClientError.cancelled) {
+            _ = try HTTP1Connection.open(host: "relay.test", port: 80, timeout: .seconds(30), cancellation: cancellation, lookup: hanging)
+        }
+        #expect(ContinuousClock.now - started < .seconds(4))
+
+        // A name that resolves (here to the loopback address of a listening server) connects,
+        // and a numeric address is answered without the background lookup.
+        let server = try ScriptedHTTPServer { peer, _ in _ = peer.readRequest() }
+        let byName: HTTP1Resolver.Lookup = { host, port, numericOnly in
+            if numericOnly { return HTTP1Resolver.system(host, port, true) }
+            return host == "relay.test" ? HTTP1Resolver.system("127.0.0.1", port, true) : .failure(.unresolvable(host: host, detail: "unknown"))
+        }
+        _ = try HTTP1Connection.open(host: "relay.test", port: server.port, timeout: .seconds(5), cancellation: HTTP1Cancellation(),
+                                     lookup: byName)
+        let numericOnly: HTTP1Resolver.Lookup = { host, port, numericOnly in
+            numericOnly ? HTTP1Resolver.system(host, port, true) : .failure(.unresolvable(host: host, detail: "looked up in the background"))
+        }
+        _ = try HTTP1Connection.open(host: "127.0.0.1", port: server.port, timeout: .seconds(5), cancellation: HTTP1Cancellation(),
+                                     lookup: numericOnly)
+        #expect(throws: HTTP1ClientError.unresolvable(host: "relay.test", detail: "unknown")) {
+            _ = try HTTP1Connection.open(host: "relay.test", port: server.port, timeout: .seconds(5), cancellation: HTTP1Cancellation(),
+                                         lookup: { host, port, numericOnly in
+                                             numericOnly ? .failure(.unresolvable(host: host, detail: "not numeric"))
+                                                 : .failure(.unresolvable(host: host, detail: "unknown"))
+                                         })
+        }
+    }
+
     @Test func aTimeoutIsTheTimedOutTextAndNilForARetryWithLess() async throws {
         let server = try Self.server { peer in
             guard peer.readRequest() != nil else { return }

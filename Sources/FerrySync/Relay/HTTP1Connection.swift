@@ -33,30 +33,24 @@ final class HTTP1Connection: @unchecked Sendable {
 
     /// Connects to `host` (a name, or a numeric IPv4 or IPv6 address) at `port`: each address
     /// getaddrinfo(3) gives, in its order, until one takes the connection; TCP_NODELAY is set.
+    /// A name is looked up beside the request (`HTTP1Resolver`, through `lookup`), so a lookup
+    /// that hangs ends the attempt at `timeout` or at cancellation.
     /// An address that fails in any way (refused, unreachable, no socket of its family, no
     /// answer within its share of the time) passes to the next: while others follow, one gets at
     /// most `perAddress`, so a name whose IPv6 address leads nowhere still reaches its IPv4 one.
     /// - Throws: `.unresolvable`; when every address failed, the most telling failure (refused
     ///   before timed out before unreachable); `.timedOut` when `timeout` passed; `.cancelled`.
-    static func open(host: String, port: Int, timeout: Duration, cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> HTTP1Connection {
+    static func open(host: String, port: Int, timeout: Duration, cancellation: HTTP1Cancellation,
+                     lookup: @escaping HTTP1Resolver.Lookup = HTTP1Resolver.system) throws(HTTP1ClientError) -> HTTP1Connection {
         let deadline = ContinuousClock.now + timeout
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_NUMERICSERV
-        var list: UnsafeMutablePointer<addrinfo>?
-        let rc = getaddrinfo(host, String(port), &hints, &list)
-        guard rc == 0, let list else {
-            let detail = rc == EAI_SYSTEM ? HTTP1ClientError.text(errno) : String(cString: gai_strerror(rc))
-            throw .unresolvable(host: host, detail: detail)
-        }
-        defer { freeaddrinfo(list) }
+        let addresses = try HTTP1Resolver.resolve(host: host, port: port, deadline: deadline, cancellation: cancellation,
+                                                  lookup: lookup)
         var failure: HTTP1ClientError?
-        var next: UnsafeMutablePointer<addrinfo>? = list
-        while let address = next {
-            next = address.pointee.ai_next
-            let attemptDeadline = next == nil ? deadline : min(deadline, ContinuousClock.now + perAddress)
+        for (i, address) in addresses.enumerated() {
+            let last = i == addresses.count - 1
+            let attemptDeadline = last ? deadline : min(deadline, ContinuousClock.now + perAddress)
             do {
-                return try connect(address.pointee, deadline: attemptDeadline, cancellation: cancellation)
+                return try connect(address, deadline: attemptDeadline, cancellation: cancellation)
             } catch {
                 switch error {
                 case .cancelled: throw error
@@ -83,14 +77,17 @@ final class HTTP1Connection: @unchecked Sendable {
         }
     }
 
-    private static func connect(_ address: addrinfo, deadline: ContinuousClock.Instant,
+    private static func connect(_ address: HTTP1Resolver.Address, deadline: ContinuousClock.Instant,
                                 cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> HTTP1Connection {
         let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
-        let fd = socket(address.ai_family, type, address.ai_protocol)
+        let fd = socket(address.family, type, address.socketProtocol)
         guard fd >= 0 else { throw .system(call: "socket", errno: errno) }
         // Owned from here: closed on every way out but success.
         let connection = HTTP1Connection(fd: fd)
-        if Glibc.connect(fd, address.ai_addr, address.ai_addrlen) != 0 {
+        let started = address.bytes.withUnsafeBytes { raw in
+            Glibc.connect(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
+        }
+        if started != 0 {
             let code = errno
             guard code == EINPROGRESS || code == EINTR else { throw .connectFailed(errno: code) }
             _ = try wait(fd, for: Int16(POLLOUT), until: deadline, cancellation: cancellation)
@@ -223,8 +220,8 @@ final class HTTP1Connection: @unchecked Sendable {
     /// or `deadline` passes.
     /// - Returns: the events `fd` reported.
     /// - Throws: `.cancelled`, `.timedOut`, `.system` when poll(2) fails.
-    private static func wait(_ fd: Int32, for events: Int16, until deadline: ContinuousClock.Instant,
-                             cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> Int16 {
+    static func wait(_ fd: Int32, for events: Int16, until deadline: ContinuousClock.Instant,
+                     cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> Int16 {
         while true {
             if cancellation.isCancelled { throw .cancelled }
             let now = ContinuousClock.now

@@ -34,7 +34,8 @@ enum RelaySchema {
             PRIMARY KEY (token_id, owner)
         ) WITHOUT ROWID;
         CREATE INDEX grants_by_owner ON grants(owner);
-        -- The current version of each stream; seq grows per owner and is never reused.
+        -- The current version of each stream; seq grows per owner and is never reused. (Keyed
+        -- by `oid` instead of `owner` since version 3.)
         CREATE TABLE events (
             id INTEGER PRIMARY KEY,
             owner BLOB NOT NULL,
@@ -70,6 +71,38 @@ enum RelaySchema {
         // backup, so every such cursor is refused from then on (RelayStorage.pull).
         """
         ALTER TABLE owners ADD COLUMN cursor_offset INTEGER NOT NULL DEFAULT 0;
+        """,
+        // 3: events keyed by a small integer per owner (`oid`) instead of the 16-byte owner id:
+        // every index entry of `events` starts with the owner, so the three unique indexes
+        // shrink by 15 bytes an entry and compare one integer instead of 16 equal bytes, which
+        // makes a push about a quarter cheaper. The owner id stays in `owners` (and `blobs`,
+        // `grants`, `pairing_codes`).
+        """
+        ALTER TABLE owners ADD COLUMN oid INTEGER;
+        UPDATE owners SET oid = numbered.n
+          FROM (SELECT owner, row_number() OVER (ORDER BY owner) AS n FROM owners) AS numbered
+          WHERE numbered.owner = owners.owner;
+        CREATE UNIQUE INDEX owners_by_oid ON owners(oid);
+        CREATE TABLE events_by_oid (
+            id INTEGER PRIMARY KEY,
+            oid INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            event BLOB NOT NULL,
+            stream BLOB NOT NULL,
+            stamp BLOB NOT NULL,
+            deleted INTEGER NOT NULL,
+            stored_at INTEGER NOT NULL,
+            data BLOB NOT NULL,
+            UNIQUE (oid, seq),
+            UNIQUE (oid, stream),
+            UNIQUE (oid, event)
+        );
+        INSERT INTO events_by_oid (id, oid, seq, event, stream, stamp, deleted, stored_at, data)
+          SELECT e.id, o.oid, e.seq, e.event, e.stream, e.stamp, e.deleted, e.stored_at, e.data
+          FROM events e JOIN owners o ON o.owner = e.owner ORDER BY e.id;
+        DROP TABLE events;
+        ALTER TABLE events_by_oid RENAME TO events;
+        CREATE INDEX events_tombstones ON events(stored_at) WHERE deleted = 1;
         """,
     ]
 

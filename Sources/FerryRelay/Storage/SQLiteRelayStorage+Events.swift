@@ -44,16 +44,17 @@ extension SQLiteRelayStorage {
         do {
             guard let before = try usageUnlocked(owner) else { throw RelayStorageError.unknownOwner(owner) }
             let ownerBytes = owner.bytes
-            let seqQuery = try db.cached("SELECT next_seq FROM owners WHERE owner = ?")
+            let seqQuery = try db.cached("SELECT next_seq, oid FROM owners WHERE owner = ?")
             seqQuery.bind(1, blob: ownerBytes)
             guard try seqQuery.step() else { throw RelayStorageError.unknownOwner(owner) }
             var nextSeq = seqQuery.int64(0)
+            let oid = seqQuery.int64(1)
             seqQuery.resetKeepingBindings()
 
             var outcomes: [PushOutcome] = []
             var addedEvents: Int64 = 0, addedBytes: Int64 = 0
-            let byEvent = try db.cached("SELECT 1 FROM events WHERE owner = ? AND event = ?")
-            let byStream = try db.cached("SELECT id, stamp, length(data) FROM events WHERE owner = ? AND stream = ?")
+            let byEvent = try db.cached("SELECT 1 FROM events WHERE oid = ? AND event = ?")
+            let byStream = try db.cached("SELECT id, stamp, length(data) FROM events WHERE oid = ? AND stream = ?")
             // A newer version of a stream takes its row in place: the table row and the (owner,
             // stream) entry stay, only the seq and event entries move (a delete and an insert
             // would touch every index twice).
@@ -63,14 +64,14 @@ extension SQLiteRelayStorage {
             // OR IGNORE: a new stream's event id already stored under another stream (a device
             // reusing ids) is a duplicate, not a failed batch.
             let insert = try db.cached("""
-                INSERT OR IGNORE INTO events(owner, seq, event, stream, stamp, deleted, stored_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT OR IGNORE INTO events(oid, seq, event, stream, stamp, deleted, stored_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             // One lookup by stream decides most events: a stream seen before holds this very
             // version (a duplicate: the event id is derived from stream and stamp), a newer one
             // (superseded) or an older one (replaced). Only a replacement also checks the
             // event id, before anything changes.
             for e in events {
-                byStream.bind(1, blob: ownerBytes); byStream.bind(2, blob: e.stream.bytes)
+                byStream.bind(1, oid); byStream.bind(2, blob: e.stream.bytes)
                 if try byStream.step() {
                     let id = byStream.int64(0)
                     let stamp = byStream.bytes(1) ?? []
@@ -81,7 +82,7 @@ extension SQLiteRelayStorage {
                         outcomes.append(stamp == e.stampKey ? .duplicate : .superseded)
                         continue
                     }
-                    byEvent.bind(1, blob: ownerBytes); byEvent.bind(2, blob: e.event.bytes)
+                    byEvent.bind(1, oid); byEvent.bind(2, blob: e.event.bytes)
                     let known = try byEvent.step()
                     byEvent.resetKeepingBindings()
                     if known { outcomes.append(.duplicate); continue }
@@ -95,7 +96,7 @@ extension SQLiteRelayStorage {
                 } else {
                     byStream.resetKeepingBindings()
                 }
-                insert.bind(1, blob: ownerBytes); insert.bind(2, nextSeq); insert.bind(3, blob: e.event.bytes)
+                insert.bind(1, oid); insert.bind(2, nextSeq); insert.bind(3, blob: e.event.bytes)
                 insert.bind(4, blob: e.stream.bytes); insert.bind(5, blob: e.stampKey); insert.bind(6, e.deleted)
                 insert.bind(7, now); insert.bind(8, blob: e.bytes)
                 try insert.run()
@@ -121,10 +122,10 @@ extension SQLiteRelayStorage {
     public func pull(_ owner: OwnerID, after cursor: Cursor, limit: Int, maxBytes: Int) throws(RelayStorageError) -> EventPage {
         try locked("reading events") {
             // The owner's numbering; (1, 0) for an owner with no row, which holds nothing.
-            let head = try db.cached("SELECT next_seq, cursor_offset FROM owners WHERE owner = ?")
+            let head = try db.cached("SELECT next_seq, cursor_offset, oid FROM owners WHERE owner = ?")
             head.bind(1, blob: owner.bytes)
             let known = try head.step()
-            let (nextSeq, offset) = known ? (head.int64(0), head.int64(1)) : (1, 0)
+            let (nextSeq, offset, oid) = known ? (head.int64(0), head.int64(1), head.int64(2)) : (1, 0, 0)
             head.resetKeepingBindings()
             var after: Int64 = 0
             if cursor > .start {
@@ -149,8 +150,8 @@ extension SQLiteRelayStorage {
                     throw RelayStorageError.cursorLost(owner: owner, cursor: cursor, why: .ahead(newest: Cursor(offset + nextSeq - 1)))
                 }
             }
-            let s = try db.cached("SELECT seq, data FROM events WHERE owner = ? AND seq > ? ORDER BY seq LIMIT ?")
-            s.bind(1, blob: owner.bytes); s.bind(2, after); s.bind(3, limit + 1)
+            let s = try db.cached("SELECT seq, data FROM events WHERE oid = ? AND seq > ? ORDER BY seq LIMIT ?")
+            s.bind(1, oid); s.bind(2, after); s.bind(3, limit + 1)
             defer { s.resetKeepingBindings() }
             var events: [[UInt8]] = []
             var last = cursor
@@ -173,21 +174,21 @@ extension SQLiteRelayStorage {
     public func dropTombstones(storedBefore: Int64) throws(RelayStorageError) -> Int {
         try locked("dropping tombstones", write: true) {
             let s = try db.cached("""
-                DELETE FROM events WHERE deleted = 1 AND stored_at < ? RETURNING owner, length(data)
+                DELETE FROM events WHERE deleted = 1 AND stored_at < ? RETURNING oid, length(data)
                 """)
             s.bind(1, storedBefore)
-            var freed: [[UInt8]: (count: Int64, bytes: Int64)] = [:]
+            var freed: [Int64: (count: Int64, bytes: Int64)] = [:]
             var total = 0
             while try s.step() {
-                let owner = s.bytes(0) ?? []
-                freed[owner, default: (0, 0)].count += 1
-                freed[owner, default: (0, 0)].bytes += s.int64(1)
+                let oid = s.int64(0)
+                freed[oid, default: (0, 0)].count += 1
+                freed[oid, default: (0, 0)].bytes += s.int64(1)
                 total += 1
             }
             s.resetKeepingBindings()
-            let u = try db.cached("UPDATE owners SET events = events - ?, event_bytes = event_bytes - ? WHERE owner = ?")
-            for (owner, f) in freed {
-                u.bind(1, f.count); u.bind(2, f.bytes); u.bind(3, blob: owner)
+            let u = try db.cached("UPDATE owners SET events = events - ?, event_bytes = event_bytes - ? WHERE oid = ?")
+            for (oid, f) in freed {
+                u.bind(1, f.count); u.bind(2, f.bytes); u.bind(3, oid)
                 try u.run()
             }
             return total

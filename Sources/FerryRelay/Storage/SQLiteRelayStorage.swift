@@ -63,7 +63,11 @@ public final class SQLiteRelayStorage: RelayStorage, @unchecked Sendable {
 
     public func createOwner(_ owner: OwnerID, quotaBytes: Int64?, now: Int64) throws(RelayStorageError) {
         try locked("creating owner", write: true) {
-            let s = try db.cached("INSERT INTO owners(owner, quota_bytes, created_at) VALUES (?, ?, ?) ON CONFLICT(owner) DO NOTHING")
+            // `oid`: the owner's key in `events`, one above the largest yet (never reused).
+            let s = try db.cached("""
+                INSERT INTO owners(owner, quota_bytes, created_at, oid)
+                VALUES (?, ?, ?, (SELECT coalesce(max(oid), 0) + 1 FROM owners)) ON CONFLICT(owner) DO NOTHING
+                """)
             s.bind(1, blob: owner.bytes); s.bind(2, quotaBytes); s.bind(3, now)
             try s.run()
         }
@@ -99,7 +103,7 @@ public final class SQLiteRelayStorage: RelayStorage, @unchecked Sendable {
             list.bind(1, blob: owner.bytes)
             while try list.step() { keys.append(list.text(0) ?? "") }
             list.resetKeepingBindings()
-            for sql in ["DELETE FROM events WHERE owner = ?", "DELETE FROM blobs WHERE owner = ?",
+            for sql in ["DELETE FROM events WHERE oid = (SELECT oid FROM owners WHERE owner = ?)", "DELETE FROM blobs WHERE owner = ?",
                         "UPDATE owners SET events = 0, event_bytes = 0, blobs = 0, blob_bytes = 0 WHERE owner = ?"] {
                 let s = try db.cached(text: sql)
                 s.bind(1, blob: owner.bytes)

@@ -5,7 +5,7 @@
 /// body.
 ///
 /// A pure value: no I/O, no clock. It holds at most `maxHeaderBytes` of head (status line and
-/// headers, and separately a chunked body's trailers) and `maxBodyBytes` of body; beyond either
+/// headers, interim responses before them included, and separately a chunked body's trailers) and `maxBodyBytes` of body; beyond either
 /// it throws instead of growing.
 struct HTTP1ResponseParser: Sendable {
     /// What the bytes fed so far make.
@@ -43,6 +43,9 @@ struct HTTP1ResponseParser: Sendable {
     /// A chunk-size or trailer line read so far.
     private var line: [UInt8] = []
     private var trailerBytes = 0
+    /// The bytes of the interim (1xx) responses skipped so far: they count against
+    /// `maxHeaderBytes` with the final head, so a server cannot send them without end.
+    private var interimBytes = 0
     private var status = 0
     private var headers: [String: String] = [:]
     private var keepAlive = true
@@ -81,7 +84,7 @@ struct HTTP1ResponseParser: Sendable {
                 if head.count <= Self.httpPrefix.count {
                     // Anything else is no HTTP response: said at once, not after 64 KiB.
                     guard byte == Self.httpPrefix[head.count - 1] else { throw .badStatusLine }
-                } else if head.count > maxHeaderBytes {
+                } else if head.count + interimBytes > maxHeaderBytes {
                     throw .headersTooLarge(limit: maxHeaderBytes)
                 }
                 if byte == Self.lf && Self.endsWithBlankLine(head) { try headDone() }
@@ -202,12 +205,14 @@ struct HTTP1ResponseParser: Sendable {
             let (name, value) = try Self.header(line)
             if let earlier = headers[name] { headers[name] = earlier + ", " + value } else { headers[name] = value }
         }
+        let headBytes = head.count
         head.removeAll(keepingCapacity: true)
         let connection = Self.tokens(headers["connection"])
         keepAlive = minor >= 1 ? !connection.contains("close") : connection.contains("keep-alive")
 
         if (100..<200).contains(status) && status != 101 {
             // An interim response (100 Continue, 103 Early Hints): the real one follows.
+            interimBytes += headBytes
             phase = .head
             return
         }

@@ -169,7 +169,7 @@ extension Store {
 
     /// Whether `transport` refused anything (outbox_delivery rows are the exception: reads
     /// skip the check of every record against them when there are none).
-    private static func hasRefusals(transport: String, in db: Database) throws(SQLiteError) -> Bool {
+    static func hasRefusals(transport: String, in db: Database) throws(SQLiteError) -> Bool {
         let statement = try db.cached("SELECT EXISTS (SELECT 1 FROM outbox_delivery WHERE transport = ?)")
         defer { statement.reset() }
         statement.bind(1, transport)

@@ -223,7 +223,9 @@ extension Store {
             let items = valid
             let applied = try write("applying \(items.count) remote version(s)") { writer in
                 let before = writer.lastSeq
-                let results = try items.map { try writer.apply($0.1, sid: sid, origin: origin) }
+                var refusals = false
+                if case .remote(let transport) = origin { refusals = try Self.hasRefusals(transport: transport, in: writer.db) }
+                let results = try items.map { try writer.apply($0.1, sid: sid, origin: origin, originHasRefusals: refusals) }
                 if case .remote(let transport) = origin {
                     try writer.catchUpPushCursor(sid: sid, transport: transport, before: before)
                 }

@@ -32,7 +32,8 @@ extension Store {
     /// spaces with no transport.
     private static func outboxCounts(in db: Database) throws -> OutboxCounts {
         var lowest: [Int64: Int64] = [:]
-        let cursors = try db.prepare("SELECT s.sid, min(t.sent) FROM spaces s LEFT JOIN transports t ON t.sid = s.sid GROUP BY s.sid")
+        let cursors = try db.cached("SELECT s.sid, min(t.sent) FROM spaces s LEFT JOIN transports t ON t.sid = s.sid GROUP BY s.sid")
+        defer { cursors.reset() }
         var bare: [Int64] = []
         while try cursors.step() {
             if cursors.isNull(1) { bare.append(cursors.int64(0)) } else { lowest[cursors.int64(0)] = cursors.int64(1) }

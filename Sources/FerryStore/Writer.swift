@@ -285,7 +285,10 @@ final class Writer: @unchecked Sendable {
     }
 
     /// Merges a version that came from elsewhere with the merge rules.
-    func apply(_ incoming: RecordVersion, sid: Int64, origin: ChangeOrigin) throws -> ApplyResult {
+    /// - Parameter originHasRefusals: the transport it came through refused something (a
+    ///   refusal of this record's stamp or an older one is then cleared); false spares each
+    ///   version that check.
+    func apply(_ incoming: RecordVersion, sid: Int64, origin: ChangeOrigin, originHasRefusals: Bool = false) throws -> ApplyResult {
         clock.observe(incoming.hlc)
         let hlcText = incoming.hlc.text
         // A record new here is applied whatever its stamp: insert first, look up only on conflict.
@@ -298,7 +301,7 @@ final class Writer: @unchecked Sendable {
         let immutable = config.immutableEntities.contains(incoming.entity)
         switch Merge.decide(current: current.version.hlc, incoming: incoming.hlc, immutable: immutable) {
         case .duplicate:
-            try clearRefusal(rid: current.rid, origin: origin, hlcText: hlcText)
+            if originHasRefusals { try clearRefusal(rid: current.rid, origin: origin, hlcText: hlcText) }
             return .duplicate
         case .lose:
             if current.version.hlc.node != incoming.hlc.node {
@@ -311,7 +314,7 @@ final class Writer: @unchecked Sendable {
                 try keepLoser(current.version, rid: current.rid, origin: replacedOrigin, winner: incoming.hlc)
             }
             let seq = try replace(current, with: incoming, hlcText: hlcText, sid: sid, origin: origin)
-            try clearRefusal(rid: current.rid, origin: origin, hlcText: hlcText)
+            if originHasRefusals { try clearRefusal(rid: current.rid, origin: origin, hlcText: hlcText) }
             return .applied(seq: seq)
         }
     }

@@ -28,6 +28,8 @@ final class FolderWatcher: Sendable {
         var watches: [Int32: String] = [:]
         var watched: Set<String> = []
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        /// Where events are read into: made at the first read, then kept (used under the lock).
+        var readBuffer: [UInt8] = []
         var cancelled: Set<UInt64> = []
         var nextWaiter: UInt64 = 0
     }
@@ -155,7 +157,10 @@ final class FolderWatcher: Sendable {
     /// `drain` under the lock (so that `ownFilesToken` sees every event read before it
     /// returns); the waiters to resume once the lock is released.
     private func drainLocked(_ s: inout State) -> [CheckedContinuation<Void, Never>] {
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        if s.readBuffer.isEmpty { s.readBuffer = [UInt8](repeating: 0, count: 64 * 1024) }
+        var buffer = s.readBuffer
+        s.readBuffer = []  // held uniquely while read into; put back below
+        defer { s.readBuffer = buffer }
         var wake = false, lost = false
         var dropped: [Int32] = []
         let fd = s.fd

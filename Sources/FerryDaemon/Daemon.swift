@@ -140,6 +140,7 @@ public enum Daemon {
         serverConfig.outputBufferLimit = config.watchBufferBytes
         serverConfig.slowPeerGrace = .milliseconds(Int(config.slowWatcherGraceSeconds * 1000))
         serverConfig.maxConnections = config.maxConnections
+        serverConfig.busyPoll = .microseconds(config.busyPollMicroseconds)
         let ownUID = getuid()
         let server = VarlinkServer(
             service: service, endpoint: endpoint, configuration: serverConfig,

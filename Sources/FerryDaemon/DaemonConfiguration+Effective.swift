@@ -15,7 +15,7 @@ extension DaemonConfiguration {
                        ("ConflictHistory", String(conflictHistory)), ("MaxDriftSeconds", String(maxDriftSeconds)),
                        ("MaxAttachmentBytes", String(maxAttachmentBytes)), ("AttachmentGraceSeconds", String(attachmentGraceSeconds))]),
             ("API", [("WatchBufferBytes", String(watchBufferBytes)), ("SlowWatcherGraceSeconds", seconds(slowWatcherGraceSeconds)),
-                     ("MaxConnections", String(maxConnections))]),
+                     ("MaxConnections", String(maxConnections)), ("BusyPollMicroseconds", String(busyPollMicroseconds))]),
             ("Sync", [("PollIntervalSeconds", String(pollIntervalSeconds)), ("DebounceMilliseconds", String(debounceMilliseconds)),
                       ("AttachmentWaitSeconds", String(attachmentWaitSeconds)), ("RelayTimeoutSeconds", String(relayTimeoutSeconds))]),
         ]

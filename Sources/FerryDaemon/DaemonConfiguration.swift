@@ -31,6 +31,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var watchBufferBytes: Int = 4 << 20
     public var slowWatcherGraceSeconds: Double = 5
     public var maxConnections: Int = 4096
+    public var busyPollMicroseconds: Int = 50
     // [Sync]
     public var pollIntervalSeconds: Int = 30
     public var debounceMilliseconds: Int = 10
@@ -165,6 +166,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
             guard let v = Double(e.value), v >= 0.1, v <= 600 else { throw problem("SlowWatcherGraceSeconds= is from 0.1 to 600") }
             slowWatcherGraceSeconds = v
         case ("API", "MaxConnections"): maxConnections = try int(1 ... 65_536)
+        case ("API", "BusyPollMicroseconds"): busyPollMicroseconds = try int(0 ... 1000)
         case ("Sync", "PollIntervalSeconds"): pollIntervalSeconds = try int(1 ... 86_400)
         case ("Sync", "DebounceMilliseconds"): debounceMilliseconds = try int(0 ... 10_000)
         case ("Sync", "AttachmentWaitSeconds"): attachmentWaitSeconds = try int(0 ... 86_400)
@@ -182,7 +184,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         "Daemon": ["StateDirectory", "Socket", "LogLevel"],
         "Store": ["Durability", "ImmutableEntities", "MaxPayloadBytes", "MaxBatch", "ConflictHistory", "MaxDriftSeconds",
                   "MaxAttachmentBytes", "AttachmentGraceSeconds"],
-        "API": ["WatchBufferBytes", "SlowWatcherGraceSeconds", "MaxConnections"],
+        "API": ["WatchBufferBytes", "SlowWatcherGraceSeconds", "MaxConnections", "BusyPollMicroseconds"],
         "Sync": ["PollIntervalSeconds", "DebounceMilliseconds", "AttachmentWaitSeconds", "RelayTimeoutSeconds"],
         "Transport NAME": ["Kind", "Location", "Space", "Token"],
     ]
@@ -217,6 +219,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
             && a.maxDriftSeconds == b.maxDriftSeconds && a.maxAttachmentBytes == b.maxAttachmentBytes
             && a.attachmentGraceSeconds == b.attachmentGraceSeconds && a.watchBufferBytes == b.watchBufferBytes
             && a.slowWatcherGraceSeconds == b.slowWatcherGraceSeconds && a.maxConnections == b.maxConnections
+            && a.busyPollMicroseconds == b.busyPollMicroseconds
             && a.pollIntervalSeconds == b.pollIntervalSeconds && a.debounceMilliseconds == b.debounceMilliseconds
             && a.attachmentWaitSeconds == b.attachmentWaitSeconds && a.relayTimeoutSeconds == b.relayTimeoutSeconds
             && a.transports == b.transports

@@ -12,11 +12,14 @@ enum LinuxFunctions {
     typealias EpollCtl = @convention(c) (Int32, Int32, Int32, UnsafeMutableRawPointer?) -> Int32
     typealias EpollWait = @convention(c) (Int32, UnsafeMutableRawPointer?, Int32, Int32) -> Int32
     typealias EventFD = @convention(c) (UInt32, Int32) -> Int32
+    typealias SetThreadName = @convention(c) (pthread_t, UnsafePointer<CChar>) -> Int32
 
     static let epollCreate1: EpollCreate1 = symbol("epoll_create1")
     static let epollCtl: EpollCtl = symbol("epoll_ctl")
     static let epollWait: EpollWait = symbol("epoll_wait")
     static let eventfd: EventFD = symbol("eventfd")
+    /// `pthread_setname_np` (glibc declares it only with `_GNU_SOURCE`).
+    static let setThreadName: SetThreadName = symbol("pthread_setname_np")
 
     // Constants from <sys/epoll.h> and <sys/eventfd.h>; they are part of the Linux ABI.
     static let epollIn: UInt32 = 0x001

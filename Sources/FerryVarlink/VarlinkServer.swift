@@ -87,7 +87,7 @@ public actor VarlinkServer {
         }
         let loop: EventLoop
         do {
-            loop = try EventLoop(name: "varlink-server")
+            loop = try EventLoop(name: "varlink-server", busyPoll: configuration.busyPoll)
         } catch {
             Syscall.close(fd)
             throw .system(error)

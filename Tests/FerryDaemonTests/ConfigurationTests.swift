@@ -115,12 +115,14 @@ import Testing
         WatchBufferBytes=65536
         SlowWatcherGraceSeconds=0.5
         MaxConnections=10
+        BusyPollMicroseconds=0
         """, file: "test.conf")
         #expect(c.stateDirectory == "/var/lib/x" && c.socketPath == "/run/x.sock" && c.logLevel == .warning)
         #expect(c.durability == .normal && c.immutableEntities == ["stock.movement", "ledger"])
         #expect(c.maxPayloadBytes == 2048 && c.maxBatch == 50 && c.conflictHistory == 3 && c.maxDriftSeconds == 60)
         #expect(c.maxAttachmentBytes == 100 && c.attachmentGraceSeconds == 5)
         #expect(c.watchBufferBytes == 65536 && c.slowWatcherGraceSeconds == 0.5 && c.maxConnections == 10)
+        #expect(c.busyPollMicroseconds == 0)
         let store = c.storeConfiguration
         #expect(store.durability == .normal && store.limits.maxPayloadBytes == 2048 && store.maxDriftMillis == 60_000)
     }

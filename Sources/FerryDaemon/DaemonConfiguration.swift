@@ -31,7 +31,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var watchBufferBytes: Int = 4 << 20
     public var slowWatcherGraceSeconds: Double = 5
     public var maxConnections: Int = 4096
-    public var busyPollMicroseconds: Int = 50
+    public var busyPollMicroseconds: Int = 200
     // [Sync]
     public var pollIntervalSeconds: Int = 30
     public var debounceMilliseconds: Int = 10

@@ -21,24 +21,25 @@ final class EventLoop: @unchecked Sendable {
     private let threadID = Locked<pthread_t?>(nil)
     private let exited = Locked<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
     private static let wakeToken: UInt64 = 0
-    /// How long, in nanoseconds, the loop keeps polling for events before it sleeps (0: never).
-    private let busyPollNanos: UInt64
-    /// Whether events came back-to-back lately, so that polling before sleeping may pay
-    /// (loop thread only; see `nextEvents`).
-    private var eventsComeQuickly = false
+    /// The longest the loop polls for events before it sleeps, in nanoseconds (0: never).
+    private let maxPollNanos: UInt64
+    /// How long it polls now, in nanoseconds (loop thread only; see `nextEvents`).
+    private(set) var pollNanos: UInt64 = 0
 
     /// Creates the epoll instance and the wake-up eventfd and starts the loop thread.
     ///
-    /// - Parameter busyPoll: while events arrive within this long of each other, the loop
-    ///   polls for the next one for up to this long before it sleeps in `epoll_wait`. Waking a
-    ///   sleeping thread costs tens of microseconds where an idle CPU halts (virtual machines
-    ///   especially), so a client making one call after another gets its answers sooner. The
-    ///   price is at most this much CPU time after the last of a quick run of events; a loop
-    ///   whose events are further apart than this sleeps at once. Zero turns it off.
+    /// - Parameter busyPoll: the longest the loop polls for the next event before it sleeps in
+    ///   `epoll_wait`. Waking a sleeping thread costs tens of microseconds where an idle CPU
+    ///   halts (virtual machines especially), so while events come within this long of each
+    ///   other (a client making one call after another), polling answers them sooner. How
+    ///   long it polls adapts as Linux's halt polling does: it grows while events come within
+    ///   `busyPoll` of each other and shrinks to nothing when they do not, so an idle or quiet
+    ///   loop does not poll. While it polls, the thread yields to any other thread waiting for
+    ///   its CPU. Zero turns it off.
     /// - Throws: `SystemCallError` from `epoll_create1`, `eventfd` or `epoll_ctl`.
     init(name: String, busyPoll: Duration = .zero) throws(SystemCallError) {
         let parts = busyPoll.components
-        busyPollNanos = busyPoll <= .zero ? 0 : UInt64(parts.seconds) * 1_000_000_000 + UInt64(parts.attoseconds / 1_000_000_000)
+        maxPollNanos = busyPoll <= .zero ? 0 : UInt64(parts.seconds) * 1_000_000_000 + UInt64(parts.attoseconds / 1_000_000_000)
         epoll = try Epoll()
         wakeFD = try Syscall.run("eventfd") {
             LinuxFunctions.eventfd(0, LinuxFunctions.eventfdCloexec | LinuxFunctions.eventfdNonblock)
@@ -171,29 +172,38 @@ final class EventLoop: @unchecked Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// The next events: those ready now; else, while events come quickly, those that come
-    /// within the busy-poll time; else the first to come while the thread sleeps.
+    /// The first poll time after none, in nanoseconds.
+    private static let pollGrowStart: UInt64 = 25_000
+
+    /// The next events: those ready now; else those that come while the loop polls for
+    /// `pollNanos`; else the first to come while the thread sleeps.
     ///
-    /// Whether events come quickly is learnt from each sleep. After polling in vain, the
-    /// event that ends the sleep must come within the busy-poll time for polling to go on.
-    /// Without polling, a sleep shorter than four times that counts as quick: the time
-    /// measured includes the thread's own wake-up, which polling saves. So a loop whose events
-    /// are far apart seldom polls, and a run of quick events is polled for after its second.
+    /// After a sleep, the time waited (polling and sleeping) adjusts `pollNanos`: a wait within
+    /// the longest poll time doubles it (up to that), since a longer poll would have caught the
+    /// event; a longer wait halves it, down to no polling. The time measured includes the
+    /// thread's own wake-up, which polling saves.
     private func nextEvents() throws(SystemCallError) -> [Epoll.Event] {
-        guard busyPollNanos > 0 else { return try epoll.wait(timeoutMilliseconds: -1) }
+        guard maxPollNanos > 0 else { return try epoll.wait(timeoutMilliseconds: -1) }
         let ready = try epoll.wait(timeoutMilliseconds: 0)
         if !ready.isEmpty { return ready }
-        let polled = eventsComeQuickly
-        if polled {
-            let until = Self.monotonicNanos() + busyPollNanos
+        let start = Self.monotonicNanos()
+        if pollNanos > 0 {
+            let until = start + pollNanos
             repeat {
+                // A thread waiting for this CPU (a client preparing its next call) runs first:
+                // polling only fills time the CPU would otherwise halt in.
+                sched_yield()
                 let events = try epoll.wait(timeoutMilliseconds: 0)
                 if !events.isEmpty { return events }
             } while Self.monotonicNanos() < until
         }
-        let asleep = Self.monotonicNanos()
         let events = try epoll.wait(timeoutMilliseconds: -1)
-        eventsComeQuickly = Self.monotonicNanos() - asleep < (polled ? busyPollNanos : 4 * busyPollNanos)
+        let waited = Self.monotonicNanos() - start
+        if waited > maxPollNanos {
+            pollNanos = pollNanos / 2 < Self.pollGrowStart ? 0 : pollNanos / 2
+        } else if pollNanos < maxPollNanos {
+            pollNanos = min(maxPollNanos, pollNanos == 0 ? Self.pollGrowStart : pollNanos * 2)
+        }
         return events
     }
 

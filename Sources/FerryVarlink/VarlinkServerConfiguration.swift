@@ -34,10 +34,10 @@ public struct VarlinkServerConfiguration: Sendable {
     public var socketMode: mode_t = 0o600
     /// Mode of the directories the server creates for the socket.
     public var directoryMode: mode_t = 0o700
-    /// While calls come one right after another, the server's loop polls for the next one for
-    /// up to this long before it sleeps (`EventLoop.init(name:busyPoll:)`): a client making
-    /// one call after another is then not kept waiting for the server thread to wake. Zero
-    /// turns it off.
+    /// The longest the server's loop polls for the next call before it sleeps
+    /// (`EventLoop.init(name:busyPoll:)`, which adapts the time to how quickly calls come): a
+    /// client making one call after another is then not kept waiting for the server thread to
+    /// wake. Zero turns it off.
     public var busyPoll: Duration = .zero
     /// `listen(2)` backlog.
     public var backlog: Int32 = 1024

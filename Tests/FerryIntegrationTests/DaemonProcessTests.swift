@@ -314,7 +314,7 @@ import FerryVarlink
         let good = try runCommand(ferryd, ["--config", daemon.configPath, "--check-config"])
         #expect(good.status == 0 && good.output.contains("\nDurability=normal\n"), "\(good.output)")
         for key in ["StateDirectory=", "Socket=", "LogLevel=info", "MaxPayloadBytes=1048576", "SlowWatcherGraceSeconds=5\n",
-                    "MaxConnections=4096", "BusyPollMicroseconds=50", "PollIntervalSeconds=30", "AttachmentWaitSeconds=120"] {
+                    "MaxConnections=4096", "BusyPollMicroseconds=200", "PollIntervalSeconds=30", "AttachmentWaitSeconds=120"] {
             #expect(good.output.contains(key), "\(key) missing: \(good.output)")
         }
         let usage = try runCommand(ferryd, ["--frobnicate"])

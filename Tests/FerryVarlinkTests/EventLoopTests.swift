@@ -45,6 +45,26 @@ import Testing
         await loop.shutdown()
     }
 
+    /// The time the loop polls grows while jobs come one right after another, and falls to
+    /// nothing once they come further apart than the longest poll time.
+    @Test func pollTimeAdaptsToHowQuicklyEventsCome() async throws {
+        let loop = try EventLoop(name: "busy-poll-adapt", busyPoll: .milliseconds(40))
+        func pollNanos() async -> UInt64 {
+            await withCheckedContinuation { done in loop.execute { done.resume(returning: loop.pollNanos) } }
+        }
+        #expect(await pollNanos() == 0)
+        for _ in 0..<200 { _ = await pollNanos() }
+        let quick = await pollNanos()
+        #expect(quick > 0 && quick <= 40_000_000, "\(quick) ns after quick jobs")
+        // Each wait longer than 40 ms halves it; from 40 ms, 11 halvings end below the start.
+        for _ in 0..<12 {
+            try await Task.sleep(for: .milliseconds(100))
+            _ = await pollNanos()
+        }
+        #expect(await pollNanos() == 0)
+        await loop.shutdown()
+    }
+
     /// A descriptor that becomes readable while the loop polls is handled.
     @Test func handlesReadinessWhilePolling() async throws {
         let loop = try EventLoop(name: "busy-poll-fd", busyPoll: .microseconds(500))

@@ -53,7 +53,7 @@ final class EventLoop: @unchecked Sendable {
         let thread = Thread { [self] in
             threadID.withLock { $0 = pthread_self() }
             // Named for top -H, perf and /proc (Linux keeps 15 bytes of a thread's name).
-            _ = LinuxFunctions.setThreadName(pthread_self(), String(name.utf8.prefix(15))!)
+            _ = LinuxFunctions.setThreadName(pthread_self(), String(decoding: name.utf8.prefix(15), as: UTF8.self))
             run()
         }
         thread.name = name

@@ -82,6 +82,13 @@ struct IPCBenchmark {
         ratioLine.add("p50_ratio_vs_raw_separate_process", putPooled.percentile(0.5) / apartPooled.percentile(0.5), digits: 2)
         ratioLine.emit()
 
+        // The same comparison with placement fixed, for the record (the target is the line
+        // above): ferryd and the raw server's process on one CPU, the client on that CPU and
+        // then on another. Left alone, the baseline's client and server tend to share a CPU and
+        // ferryd and its client not to, and the round trips they pay differ by the wake-ups of
+        // halted CPUs.
+        if let placed = try placedLatencies(daemon: daemon, raw: apart, request: request) { placed.emit() }
+
         // Single puts: p50/p99 and throughput with 1, 4 and 16 clients (one connection each).
         var onePerSecond = 0.0
         var sixteenPerSecond = 0.0
@@ -181,6 +188,51 @@ struct IPCBenchmark {
         let all = results.all
         if all.count < perClient * clients { throw BenchError("single puts failed part-way (\(all.count) of \(perClient * clients))") }
         return (all, seconds)
+    }
+
+    /// Raw round trips (`raw`, a server process of its own) and single puts, five rounds of 400
+    /// each, interleaved, with both servers pinned to the first CPU this process may use and the
+    /// client to the first, then to the second. Nil with fewer than two CPUs or when pinning is
+    /// refused. Every thread's CPUs are given back after.
+    private func placedLatencies(daemon: Ferryd, raw: RawPingPong, request: [UInt8]) throws -> ResultLine? {
+        let cpus = CPUAffinity.available
+        guard cpus.count >= 2, let rawServer = raw.serverProcessID else { return nil }
+        let connection = try BlockingConnection(path: daemon.socket)
+        defer {
+            CPUAffinity.pinProcess(daemon.processID, to: cpus)
+            CPUAffinity.pin(rawServer, to: cpus)
+        }
+        var line = ResultLine("ipc.put_latency_placed")
+        line.add("server_cpu", cpus[0])
+        for (name, clientCPU) in [("same_cpu", cpus[0]), ("other_cpu", cpus[1])] {
+            guard CPUAffinity.pinProcess(daemon.processID, to: [cpus[0]]), CPUAffinity.pin(rawServer, to: [cpus[0]]) else { return nil }
+            let result = HandOff<Result<(raw: [Double], put: [Double]), Error>>()
+            let done = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                defer { done.signal() }
+                guard CPUAffinity.pin(0, to: [clientCPU]) else { return }
+                result.value = Result {
+                    var rawSamples: [Double] = [], putSamples: [Double] = []
+                    for _ in 0..<5 {
+                        rawSamples += try raw.measure(rounds: 400)
+                        for _ in 0..<400 {
+                            let t0 = Monotonic.nanos()
+                            let reply = try connection.roundTrip(request)
+                            guard reply.contains(UInt8(ascii: "r")) else { throw BenchError("a placed put failed") }
+                            putSamples.append(Double(Monotonic.nanos() - t0) / 1000)
+                        }
+                    }
+                    return (rawSamples, putSamples)
+                }
+            }
+            done.wait()
+            guard let samples = try result.value?.get() else { return nil }
+            let rawP50 = samples.raw.percentile(0.5), putP50 = samples.put.percentile(0.5)
+            line.add("\(name)_raw_p50_us", rawP50, digits: 1)
+            line.add("\(name)_put_p50_us", putP50, digits: 1)
+            line.add("\(name)_ratio", putP50 / rawP50, digits: 2)
+        }
+        return line
     }
 
     private func batchItems(_ b: Int) -> [JSONValue] {
@@ -338,6 +390,8 @@ final class Ferryd {
         throw BenchError("ferryd did not start within 30 s")
     }
 
+    var processID: pid_t { process.processIdentifier }
+
     func peakResidentBytes() -> Int? { ProcessMemory.peakResidentBytes(of: process.processIdentifier) }
 
     /// CPU seconds the daemon used so far.
@@ -384,6 +438,9 @@ final class RawPingPong: @unchecked Sendable {
             thread.start()
         }
     }
+
+    /// The server's process, when it has one of its own.
+    var serverProcessID: pid_t? { child?.processIdentifier }
 
     deinit {
         close(clientFD)
@@ -449,6 +506,12 @@ final class RawPingPong: @unchecked Sendable {
         }
         return Array(out.dropFirst(100))
     }
+}
+
+/// A value one thread sets before signalling a semaphore and another reads after waiting on it.
+final class HandOff<Value>: @unchecked Sendable {
+    // @unchecked: the semaphore orders the one write before the read.
+    var value: Value?
 }
 
 /// Collects latencies from several threads.

@@ -287,7 +287,21 @@ struct EngineAPI: Sendable {
             throw .init(parameter: "code", message: error.message)
         }
         guard grant.owner == keys.owner else {
-            throw .init(parameter: "code", message: "the code is for owner \(grant.owner), but space \(space) belongs to owner \(keys.owner): restore that owner's recovery phrase here first ('ferryctl owner restore'), then pair again")
+            // The code is spent either way; the token it gave is of no use here, so it is
+            // revoked with itself rather than left valid on the relay.
+            var revoked = false
+            if let id = grant.tokenID {
+                do {
+                    try await RelayAccount.revoke(url: url, owner: grant.owner, token: grant.token, id: id)
+                    revoked = true
+                } catch {
+                    logger.warning("could not revoke the relay token (id \(id)) a pairing code for another owner gave: \(error)")
+                }
+            }
+            throw .init(parameter: "code", message: "the code is for owner \(grant.owner), but space \(space) belongs to owner \(keys.owner): "
+                + "restore that owner's recovery phrase here first ('ferryctl owner restore'), then make a new code with 'ferryctl relay pair' "
+                + "on a device already syncing through the relay (this one is used up)"
+                + (revoked ? "" : "; the token this code gave could not be revoked: revoke it with 'ferry-relay admin revoke' on the relay"))
         }
         return TransportConfiguration.relay(url: url, token: grant.token, tokenID: grant.tokenID)
     }

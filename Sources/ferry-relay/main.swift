@@ -47,6 +47,11 @@ func loadConfiguration(_ arguments: inout [String]) -> RelayConfiguration {
 }
 
 var arguments = Array(CommandLine.arguments.dropFirst())
+// `ferry-relay COMMAND --help` (or -h) asks for the usage too.
+if arguments.count > 1, arguments.dropFirst().contains(where: { $0 == "--help" || $0 == "-h" }) {
+    print(usage)
+    exit(0)
+}
 switch arguments.first {
 case "serve":
     arguments.removeFirst()

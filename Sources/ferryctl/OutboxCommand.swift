@@ -54,7 +54,7 @@ enum OutboxCommand: Command {
 
     /// Each transport's state in a few words: `relay: sent, folder: rejected (disk full)`.
     static func deliveries(_ entry: OutboxEntry) -> String {
-        guard !entry.deliveries.isEmpty else { return "-" }
+        guard !entry.deliveries.isEmpty else { return "pending" }
         return entry.deliveries.map { delivery in
             if let error = delivery.error {
                 return "\(delivery.transport): rejected (\(Format.truncate(error, to: 80)))"

@@ -33,7 +33,7 @@ enum VersionCommand: Command {
         if let daemonInfo {
             Output.line("ferryd \(daemonInfo.version) (\(daemonInfo.product), at \(context.socketPath))")
         } else if let daemonError {
-            Output.line("ferryd not reachable")
+            Output.line("ferryd not reachable at \(context.socketPath)")
             Output.note("ferryctl: \(daemonError)")
         }
     }

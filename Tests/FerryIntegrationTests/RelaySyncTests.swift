@@ -89,6 +89,35 @@ import Testing
         #expect(try relay.tokens(owner).count == 1, "the operator's token stays")
     }
 
+    /// A code redeemed by a device whose space belongs to another owner (it pairs before
+    /// restoring the owner's phrase) is spent, and the token it gave is revoked at once rather
+    /// than left valid on the relay; the refusal says to restore, then make a new code. After
+    /// the restore a new code pairs it.
+    @Test func aCodeRedeemedBeforeTheRestoreLeavesNoTokenBehind() async throws {
+        let (relay, devices, owner) = try await Self.setUp(1, storage: "sqlite")
+        let a = devices[0]
+        let b = try SyncDevice("b")
+        try b.start()
+        let (code, _) = try await a.client().relayPairingCode()
+        var refusal = ""
+        do {
+            _ = try await b.client().addTransport(name: "relay", kind: "relay", location: relay.url, code: code)
+            refusal = "the code of another owner was accepted"
+        } catch {
+            refusal = "\(error)"
+        }
+        #expect(refusal.contains("ferryctl owner restore") && refusal.contains("make a new code") && refusal.contains("used up"), "\(refusal)")
+        #expect(!refusal.contains("could not be revoked"), "\(refusal)")
+        let live = try relay.tokens(owner)
+        #expect(live.count == 1, "only a's token stays live: \(live)")
+        #expect(try await b.client().transports().isEmpty)
+        try await b.joinOwner(of: a)
+        let (again, _) = try await a.client().relayPairingCode()
+        _ = try await b.client().addTransport(name: "relay", kind: "relay", location: relay.url, code: again)
+        _ = try await a.client().put(entity: "note", id: "paired", payload: ["v": 1])
+        #expect(try await eventually(.seconds(30)) { try await b.records()["paired"] != nil })
+    }
+
     @Test(arguments: RelaySyncTests.backends) func aRevokedTokenIsRefusedAndOthersGoOn(_ storage: String) async throws {
         let (relay, devices, owner) = try await Self.setUp(2, storage: storage)
         let (a, b) = (devices[0], devices[1])

@@ -156,6 +156,9 @@ import Testing
                 let r = try f.expectError(method, target, token: nil, body: method == "POST" ? Array("{\"events\":[]}".utf8) : nil,
                                           headers: [header], status: 401, code: "unauthorized")
                 #expect(r.headers["www-authenticate"]?.hasPrefix("Bearer") == true)
+                // What a user sees through ferryd: what is wrong with the token, what to do.
+                let message = (r.json["message"] as? String) ?? ""
+                #expect(message.contains("token is malformed") && message.contains("ferry-relay admin create-owner"), "\(header.prefix(80)): \(message)")
             }
         }
         // The scheme is case-insensitive and spaces around the token do not matter.

@@ -428,6 +428,11 @@ import Testing
         }
         let (status, output) = try Self.runRelay(["frobnicate"])
         #expect(status == 2 && output.contains("unknown command \"frobnicate\""), "\(status) \(output)")
+        // Help after any command prints the usage and succeeds, without opening any storage.
+        for arguments in [["--help"], ["admin", "--help"], ["serve", "-h"], ["admin", "create-owner", "--help"]] {
+            let (status, output) = try Self.runRelay(arguments)
+            #expect(status == 0 && output.hasPrefix("usage: ferry-relay serve"), "\(arguments): \(status) \(output)")
+        }
     }
 
     /// Runs the built ferry-relay with `arguments`; its exit status and stdout and stderr together.

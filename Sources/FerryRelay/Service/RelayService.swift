@@ -132,7 +132,7 @@ public final class RelayService: Sendable {
     func authorize(_ header: String?, owner: OwnerID, right: Right) throws(RelayError) -> String {
         guard header != nil else { throw .unauthorized("send Authorization: Bearer <token> (ferry-relay admin create-owner prints one; pairing gives more)") }
         guard let token = AccessToken(authorization: header) else {
-            throw .unauthorized("the Authorization header is not Bearer fr1_... with a well-formed token")
+            throw .unauthorized("the token is malformed or not sent as Authorization: Bearer TOKEN (a relay's tokens are fr1_ and 43 more characters): copy it again from what 'ferry-relay admin create-owner' printed, or pair with a code from 'ferryctl relay pair'")
         }
         let grant: Authenticated?
         do { grant = try storage.authenticate(tokenHash: token.hash, now: now()) } catch {

@@ -13,7 +13,7 @@ public struct StateDirectoryError: Error, CustomStringConvertible {
         case EACCES, EPERM:
             return "cannot \(operation) the state directory \(path) (\(why)): run as the user that owns it "
                 + "(root for the system unit's /var/lib/ferry-relay, whose files live in /var/lib/private), "
-                + "or set StateDirectory= (or --state-dir) to a directory you can write"
+                + "or set StateDirectory= in the file given with --config to a directory you can write"
         case ENOTDIR, EEXIST:
             return "cannot \(operation) the state directory \(path): something other than a directory is in the way; "
                 + "set StateDirectory= to a directory"

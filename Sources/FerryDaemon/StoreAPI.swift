@@ -32,8 +32,14 @@ struct StoreAPI: Sendable {
             // Payloads are taken as the client sent them, not built, and stored byte for byte
             // (docs/protocol.md section 3.2); the store checks them, so a bad one is refused
             // with InvalidPayload and its reason.
-            "Put": .batched(capturing: [[.key("payload")]]) { calls in write(calls.map(putOperation)) },
-            "PutMany": .batched(capturing: [[.key("records"), .anyElement, .key("payload")]]) { calls in write(calls.map(putManyOperation)) },
+            // The common shape of a write is read straight into PutRequests, without a JSONValue
+            // per record (PutParametersDecoder); anything else takes the ordinary decoding.
+            "Put": .batched(capturing: [[.key("payload")]], direct: { [maxPayloadDepth] bytes, limits in
+                PutParametersDecoder.put(bytes, limits: limits, maxPayloadDepth: maxPayloadDepth)
+            }) { calls in write(calls.map(putOperation)) },
+            "PutMany": .batched(capturing: [[.key("records"), .anyElement, .key("payload")]], direct: { [maxPayloadDepth] bytes, limits in
+                PutParametersDecoder.putMany(bytes, limits: limits, maxPayloadDepth: maxPayloadDepth)
+            }) { calls in write(calls.map(putManyOperation)) },
             "Delete": .batched { calls in write(calls.map(deleteOperation)) },
             // Reads answer on the loop thread: a point lookup costs less than a hand-off.
             "Get": .inline { call throws(VarlinkError) in try get(call.parameters) },
@@ -106,6 +112,9 @@ struct StoreAPI: Sendable {
     }
 
     func putOperation(_ call: VarlinkCall) -> PendingWrite {
+        if let direct = call.direct as? PutParametersDecoder.Parameters {
+            return PendingWrite(operation: .put(space: direct.space ?? Store.privateSpace, direct.requests), reply: .one)
+        }
         let p = call.parameters
         let request = request(entity: p["entity"]?.stringValue ?? "", id: p["id"]?.stringValue,
                               payload: p["payload"], attachments: p.stringArray("attachments"), call: call)
@@ -113,17 +122,24 @@ struct StoreAPI: Sendable {
     }
 
     func putManyOperation(_ call: VarlinkCall) -> PendingWrite {
-        let p = call.parameters
-        let items = p["records"]?.arrayValue ?? []
+        let space: String
         var requests: [PutRequest] = []
-        requests.reserveCapacity(items.count)
-        for item in items {
-            let o = item.objectValue ?? [:]
-            requests.append(request(entity: o["entity"]?.stringValue ?? "", id: o["id"]?.stringValue,
-                                    payload: o["payload"], attachments: o.stringArray("attachments"), call: call))
+        if let direct = call.direct as? PutParametersDecoder.Parameters {
+            space = direct.space ?? Store.privateSpace
+            requests = direct.requests
+        } else {
+            let p = call.parameters
+            space = p.space
+            let items = p["records"]?.arrayValue ?? []
+            requests.reserveCapacity(items.count)
+            for item in items {
+                let o = item.objectValue ?? [:]
+                requests.append(request(entity: o["entity"]?.stringValue ?? "", id: o["id"]?.stringValue,
+                                        payload: o["payload"], attachments: o.stringArray("attachments"), call: call))
+            }
         }
-        var pending = PendingWrite(operation: .put(space: p.space, requests), reply: .many)
-        if Self.putManyReplyBytes(space: p.space, requests) > Self.maxReplyBytes {
+        var pending = PendingWrite(operation: .put(space: space, requests), reply: .many)
+        if Self.putManyReplyBytes(space: space, requests) > Self.maxReplyBytes {
             pending.refusal = ErrorMapping.invalidArgument(
                 "records", "the reply to these \(requests.count) records would exceed Varlink's 16 MiB message cap: write them in smaller batches")
         }

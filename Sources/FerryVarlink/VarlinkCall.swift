@@ -21,6 +21,9 @@ public struct VarlinkCall: Sendable {
     /// The objects of the method's capture paths (`VarlinkMethod.capturing`), as the client
     /// sent them; nil when the method has none or the call holds none.
     public internal(set) var captured: VarlinkCapturedText?
+    /// What the method's direct decoder (`VarlinkMethod.direct`) read from the call's
+    /// parameters; `parameters` is then empty. Nil when the call took the ordinary decoding.
+    public internal(set) var direct: (any Sendable)?
 
     public init(
         interface: String, method: String, parameters: [String: JSONValue],

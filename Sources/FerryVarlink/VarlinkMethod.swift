@@ -26,6 +26,14 @@ public typealias VarlinkInlineHandler = @Sendable (VarlinkCall) throws(VarlinkEr
 /// database transaction for many writers: group commit without any thread hand-off).
 public typealias VarlinkBatchHandler = @Sendable ([VarlinkCall]) -> [Result<VarlinkReplyParameters, VarlinkError>]
 
+/// Reads a method's parameters (the bytes of the `parameters` object of a call message)
+/// straight into the handler's own type, skipping the `JSONValue` tree, for the calls it
+/// recognizes; nil sends the call through the ordinary decoding. It must accept only
+/// parameters the interface accepts and the message limits allow, and read them as the
+/// ordinary decoding would, so that a handler gets the same input either way: when in doubt
+/// (an escape, an unknown member, anything unusual), it returns nil.
+public typealias VarlinkDirectDecoder = @Sendable (UnsafeBufferPointer<UInt8>, JSONLimits) -> (any Sendable)?
+
 /// The implementation of one method of a registered interface.
 public struct VarlinkMethod: Sendable {
     enum Kind: Sendable {
@@ -41,6 +49,9 @@ public struct VarlinkMethod: Sendable {
     /// values (`VarlinkCall.captured`), for example a payload it stores as sent: they are
     /// checked like the rest of the message but not built. Empty for most methods.
     public var capturing: [[JSONPathComponent]] = []
+    /// Reads the common shape of this method's calls without building values
+    /// (`VarlinkCall.direct`); only batched methods use it.
+    public var direct: VarlinkDirectDecoder?
     let kind: Kind
 
     /// A method whose handler runs as a task (it may await, stream replies with `more`, and
@@ -57,10 +68,13 @@ public struct VarlinkMethod: Sendable {
     }
 
     /// A method whose calls are handled in batches (see `VarlinkBatchHandler`), taking the
-    /// objects at `capturing` as text (see `capturing`).
-    public static func batched(capturing: [[JSONPathComponent]] = [], _ handler: @escaping VarlinkBatchHandler) -> VarlinkMethod {
+    /// objects at `capturing` as text (see `capturing`) and, when `direct` is given, the calls
+    /// it recognizes as its value (see `VarlinkDirectDecoder`).
+    public static func batched(capturing: [[JSONPathComponent]] = [], direct: VarlinkDirectDecoder? = nil,
+                               _ handler: @escaping VarlinkBatchHandler) -> VarlinkMethod {
         var method = VarlinkMethod(kind: .batch(handler))
         method.capturing = capturing
+        method.direct = direct
         return method
     }
 

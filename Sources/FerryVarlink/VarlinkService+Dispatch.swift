@@ -11,6 +11,32 @@ enum PreparedCall: Sendable {
 }
 
 extension VarlinkService {
+    private static let directHead = Array(#"{"method":""#.utf8)
+    private static let directMiddle = Array(#"","parameters":"#.utf8)
+
+    /// A call of a method with a direct decoder (`VarlinkMethod.direct`), when the message is
+    /// exactly `{"method":"NAME","parameters":{...}}` (no other member, nothing around the
+    /// parameters but what the decoder reads) and the decoder reads its parameters; nil
+    /// otherwise, and the message takes the ordinary decoding.
+    private func directCall(_ frame: [UInt8], peer: PeerCredentials?, limits: JSONLimits) -> (VarlinkBatchHandler, VarlinkCall)? {
+        let head = Self.directHead, middle = Self.directMiddle
+        return frame.withUnsafeBufferPointer { b -> (VarlinkBatchHandler, VarlinkCall)? in
+            guard b.count > head.count + middle.count + 2, b[b.count - 1] == UInt8(ascii: "}") else { return nil }
+            for k in 0..<head.count where b[k] != head[k] { return nil }
+            var end = head.count
+            while end < b.count, b[end] != UInt8(ascii: "\""), b[end] != UInt8(ascii: "\\") { end += 1 }
+            guard end + middle.count < b.count - 1 else { return nil }
+            for k in 0..<middle.count where b[end + k] != middle[k] { return nil }
+            let name = UnsafeBufferPointer(rebasing: b[head.count..<end])
+            guard let entry = directMethods.first(where: { $0.key.elementsEqual(name) })?.value,
+                  let decode = entry.implementation.direct, case .batch(let handler) = entry.implementation.kind,
+                  let value = decode(UnsafeBufferPointer(rebasing: b[(end + middle.count)..<(b.count - 1)]), limits) else { return nil }
+            var call = VarlinkCall(interface: entry.interface, method: entry.method, parameters: [:], peer: peer)
+            call.direct = value
+            return (handler, call)
+        }
+    }
+
     /// Runs a task handler for a call `prepare` resolved, turning its result into the reply.
     func run(_ handler: VarlinkMethodHandler, _ call: VarlinkCall, channel: ReplyChannel) async -> CallOutcome {
         channel.isOneway.withLock { $0 = call.oneway }
@@ -33,6 +59,10 @@ extension VarlinkService {
     /// Decodes and resolves a call on the loop thread, and runs it there when its method is
     /// inline; task methods are left to `process`.
     func prepare(_ frame: [UInt8], peer: PeerCredentials?, isOutputClosed: Bool, limits: JSONLimits) -> (PreparedCall, Bool) {
+        if !directMethods.isEmpty, let (handler, call) = directCall(frame, peer: peer, limits: limits) {
+            if isOutputClosed { return (.done(.finished(finalReply: nil)), false) }
+            return (.batch(key: call.qualifiedMethod, handler: handler, call: call), false)
+        }
         let message: VarlinkCallMessage
         let captures: [JSONCapture]
         do {

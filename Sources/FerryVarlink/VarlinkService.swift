@@ -31,6 +31,8 @@ public struct VarlinkService: Sendable {
     private(set) var capturePaths: [[JSONPathComponent]] = []
     /// Per qualified method name: the indices in `capturePaths` of its own capture paths.
     private var methodCapturePaths: [String: Set<Int>] = [:]
+    /// The methods with a direct decoder, by qualified name (bytes, as a call message has it).
+    private(set) var directMethods: [[UInt8]: (interface: String, method: String, implementation: VarlinkMethod)] = [:]
 
     public init(info: Info) {
         self.info = info
@@ -81,6 +83,9 @@ public struct VarlinkService: Sendable {
         }
         capturePaths = paths
         methodCapturePaths = perMethod
+        for (name, method) in handlers where method.direct != nil {
+            if case .batch = method.kind { directMethods[Array((interface.name + "." + name).utf8)] = (interface.name, name, method) }
+        }
         interfaces[interface.name] = interface
         methods[interface.name] = handlers
         interfaceNames.append(interface.name)

@@ -116,13 +116,20 @@ struct IPCBenchmark {
 
         // PutMany through the daemon vs the store alone, same batches, same durability, batch by
         // batch in turn so that both see the same machine (its speed drifts over a run).
-        let (viaDaemon, alone) = try putManyAgainstStoreAlone(daemon: daemon, directory: try scratch.subdirectory("alone"))
+        let daemonCPUBefore = daemon.cpuSeconds()
+        let (viaDaemon, alone, aloneCPU) = try putManyAgainstStoreAlone(daemon: daemon, directory: try scratch.subdirectory("alone"))
+        let daemonCPU = daemon.cpuSeconds() - daemonCPUBefore
+        let manyRecords = Double(max(1, putManyRecords / putManyBatch) * putManyBatch)
         var many = ResultLine("ipc.put_many")
         many.add("records", putManyRecords)
         many.add("batch", putManyBatch)
         many.add("records_per_s", Int(viaDaemon.rounded()))
         many.add("store_alone_per_s", Int(alone.rounded()))
         many.add("ratio_vs_store", viaDaemon / alone, digits: 2)
+        // CPU per record on each side (steadier than rates): ferryd's whole process, and this
+        // process while it runs the store alone (its writer and checkpointer threads included).
+        many.add("ferryd_cpu_us_per_record", daemonCPU * 1e6 / manyRecords, digits: 2)
+        many.add("store_alone_cpu_us_per_record", aloneCPU * 1e6 / manyRecords, digits: 2)
         many.emit()
 
         // Watch fan-out: every put reaches every watcher; latency from the put's send to arrival.
@@ -243,8 +250,9 @@ struct IPCBenchmark {
 
     /// PutMany over a plain blocking connection, and the same batches put into a store of the
     /// daemon's configuration directly, alternating. Each batch's request is encoded before its
-    /// clock starts on both sides. Returns records/s of each.
-    private func putManyAgainstStoreAlone(daemon: Ferryd, directory: String) throws -> (daemon: Double, alone: Double) {
+    /// clock starts on both sides. Returns records/s of each, and the CPU seconds this process
+    /// used while the store alone wrote.
+    private func putManyAgainstStoreAlone(daemon: Ferryd, directory: String) throws -> (daemon: Double, alone: Double, aloneCPU: Double) {
         let connection = try BlockingConnection(path: daemon.socket)
         var config = StoreConfiguration(directory: directory)
         config.durability = .normal
@@ -253,6 +261,7 @@ struct IPCBenchmark {
         let batches = max(1, putManyRecords / putManyBatch)
         var daemonNanos: UInt64 = 0
         var aloneNanos: UInt64 = 0
+        var aloneCPU = 0.0
         for b in 0..<batches {
             let request = VarlinkCallMessage(method: "io.ferry.Store.PutMany", parameters: ["records": .array(batchItems(b))]).encoded()
             var t0 = Monotonic.nanos()
@@ -264,12 +273,14 @@ struct IPCBenchmark {
             let requests = (0..<putManyBatch).map { i in
                 PutRequest(entity: "item", id: String(format: "B%06d-%04d", b, i), payload: text)
             }
+            let cpu0 = ProcessCPU.preciseSeconds()
             t0 = Monotonic.nanos()
             _ = try store.putMany(requests)
             aloneNanos += Monotonic.nanos() - t0
+            aloneCPU += ProcessCPU.preciseSeconds() - cpu0
         }
         let records = Double(batches * putManyBatch)
-        return (records / (Double(daemonNanos) / 1e9), records / (Double(aloneNanos) / 1e9))
+        return (records / (Double(daemonNanos) / 1e9), records / (Double(aloneNanos) / 1e9), aloneCPU)
     }
 
     /// Watchers on plain sockets, read by one thread with poll(2): the figure is the daemon's

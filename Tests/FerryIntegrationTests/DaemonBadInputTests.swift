@@ -128,6 +128,43 @@ import FerryVarlink
         daemon.stop()
     }
 
+    /// Put and PutMany in the common shape are read straight into the write; the same calls in
+    /// any other shape (members reordered, whitespace, an escape) take the ordinary decoding. The
+    /// records stored, and the errors of calls the interface refuses, are the same either way.
+    @Test func theCommonShapeAndAnyOtherStoreTheSame() async throws {
+        let daemon = try DaemonHarness(name: "shapes")
+        try daemon.start()
+        let socket = try RawSocket(path: daemon.socketPath)
+        let payload = #"{"t":"x","n":[1,2.5,{"k":null}]}"#
+        let direct = Self.roundTrip(socket, "io.ferry.Store.PutMany",
+                                    #"{"space":"private","records":[{"entity":"n","id":"d1","payload":\#(payload),"attachments":[]},{"entity":"n","id":"d2","payload":{}}]}"#)
+        #expect(direct.contains(#""records":["#), "\(direct)")
+        let other = #"{"parameters": {"records":[{"payload":\#(payload),"id":"o\u0031","entity":"n"},{"entity":"n","id":"o2","payload":{}}]}, "method":"io.ferry.Store.PutMany"}"# + "\u{0}"
+        #expect(socket.send(other))
+        let ordinary = socket.receive() ?? "closed"
+        #expect(ordinary.contains(#""records":["#), "\(ordinary)")
+        for (a, b) in [("d1", "o1"), ("d2", "o2")] {
+            let got = [a, b].map { Self.roundTrip(socket, "io.ferry.Store.Get", #"{"entity":"n","id":"\#($0)"}"#) }
+            for (id, reply) in zip([a, b], got) {
+                #expect(reply.contains(#""id":"\#(id)""#) && reply.contains(#""payload":\#(a == "d1" ? payload : "{}")"#), "\(reply)")
+            }
+        }
+        let single = Self.roundTrip(socket, "io.ferry.Store.Put", #"{"entity":"n","id":"p1","payload":\#(payload)}"#)
+        #expect(single.contains(#""payload":\#(payload)"#), "\(single)")
+        // Refused by the interface as ever (the parameter named is the call's own: records):
+        // an unknown member, a wrong type, a missing payload, a null where a string belongs.
+        for parameters in [#"{"records":[{"entity":"n","payload":{},"extra":1}]}"#, #"{"records":[{"entity":5,"payload":{}}]}"#,
+                           #"{"records":[{"entity":"n"}]}"#, #"{"records":[{"entity":"n","payload":[]}]}"#,
+                           #"{"records":[{"entity":null,"payload":{}}]}"#] {
+            let reply = Self.roundTrip(socket, "io.ferry.Store.PutMany", parameters)
+            #expect(reply == #"{"error":"org.varlink.service.InvalidParameter","parameters":{"parameter":"records"}}"#, "\(parameters): \(reply)")
+        }
+        let list = Self.roundTrip(socket, "io.ferry.Store.List", #"{"entity":"n"}"#)
+        #expect(list.components(separatedBy: #""entity":"n""#).count == 6, "d1, d2, o1, o2 and p1 only: \(list)")
+        try await assertServing(daemon, "after both shapes")
+        daemon.stop()
+    }
+
     /// A payload the store refuses (a duplicate key, also one only Unicode-equivalent; a number
     /// beyond a double) gets InvalidPayload with the reason, through Put and PutMany alike, the
     /// connection stays usable, and nothing is written.

@@ -28,12 +28,11 @@ extension VarlinkService {
             guard end + middle.count < b.count - 1 else { return nil }
             for k in 0..<middle.count where b[end + k] != middle[k] { return nil }
             let name = UnsafeBufferPointer(rebasing: b[head.count..<end])
-            guard let entry = directMethods.first(where: { $0.key.elementsEqual(name) })?.value,
-                  let decode = entry.implementation.direct, case .batch(let handler) = entry.implementation.kind,
-                  let value = decode(UnsafeBufferPointer(rebasing: b[(end + middle.count)..<(b.count - 1)]), limits) else { return nil }
+            guard let entry = directMethods.first(where: { $0.qualifiedName.elementsEqual(name) }),
+                  let value = entry.decode(UnsafeBufferPointer(rebasing: b[(end + middle.count)..<(b.count - 1)]), limits) else { return nil }
             var call = VarlinkCall(interface: entry.interface, method: entry.method, parameters: [:], peer: peer)
             call.direct = value
-            return (handler, call)
+            return (entry.handler, call)
         }
     }
 

@@ -31,8 +31,17 @@ public struct VarlinkService: Sendable {
     private(set) var capturePaths: [[JSONPathComponent]] = []
     /// Per qualified method name: the indices in `capturePaths` of its own capture paths.
     private var methodCapturePaths: [String: Set<Int>] = [:]
-    /// The methods with a direct decoder, by qualified name (bytes, as a call message has it).
-    private(set) var directMethods: [[UInt8]: (interface: String, method: String, implementation: VarlinkMethod)] = [:]
+    /// The batched methods with a direct decoder (`VarlinkMethod.direct`): their qualified
+    /// names as a call message spells them, and what a call of theirs goes to. A handful at most.
+    private(set) var directMethods: [DirectMethod] = []
+
+    struct DirectMethod: Sendable {
+        var qualifiedName: [UInt8]
+        var interface: String
+        var method: String
+        var decode: VarlinkDirectDecoder
+        var handler: VarlinkBatchHandler
+    }
 
     public init(info: Info) {
         self.info = info
@@ -83,8 +92,10 @@ public struct VarlinkService: Sendable {
         }
         capturePaths = paths
         methodCapturePaths = perMethod
-        for (name, method) in handlers where method.direct != nil {
-            if case .batch = method.kind { directMethods[Array((interface.name + "." + name).utf8)] = (interface.name, name, method) }
+        for (name, method) in handlers {
+            guard let decode = method.direct, case .batch(let handler) = method.kind else { continue }
+            directMethods.append(DirectMethod(qualifiedName: Array((interface.name + "." + name).utf8), interface: interface.name,
+                                              method: name, decode: decode, handler: handler))
         }
         interfaces[interface.name] = interface
         methods[interface.name] = handlers

@@ -57,9 +57,13 @@ enum RelayCommand: Command {
                 throw .usage("delete-copy deletes the relay's copy of this space's data for every device; add --yes to go ahead")
             }
             try await daemon { () async throws(FerryClientError) in try await client.relayDeleteCopy(space: context.space, name: transport) }
-            if context.json { Output.json(.object([:])) } else { Output.line("deleted the relay's copy; the data on this device stays. Every device still syncing through this "
-                + "relay, this one included, uploads its records again: to leave the relay empty, remove the relay transport on the "
-                + "other devices, then here run 'ferryctl sync pause', this command, 'ferryctl transport rm NAME' and 'ferryctl sync resume'") }
+            if context.json {
+                Output.json(.object([:]))
+            } else {
+                Output.line("deleted the relay's copy; the data on this device stays. Every device still syncing through this relay, "
+                    + "this one included, uploads its records again: to leave the relay empty, remove the relay transport on the other "
+                    + "devices, then here run 'ferryctl sync pause', this command, 'ferryctl transport rm NAME' and 'ferryctl sync resume'")
+            }
         default:
             throw .usage("unknown relay command '\(p[0])' (pair, status or delete-copy)")
         }

@@ -36,14 +36,17 @@ public final class Database: @unchecked Sendable {
     /// umask and the mode of the directory it is in (one made beforehand is often 0755).
     /// Files made with a wider mode (by an older version, or just now by SQLite, empty) are
     /// narrowed when opened for writing.
+    ///
+    /// `coalesceLogWrites`: this connection writes each transaction's write-ahead-log frames in
+    /// one system call (`CoalescingVFS`); for the connection that writes the most.
     /// - Throws: `SQLiteError` when the file cannot be opened.
-    public init(path: String, mode: Mode = .readWrite) throws(SQLiteError) {
+    public init(path: String, mode: Mode = .readWrite, coalesceLogWrites: Bool = false) throws(SQLiteError) {
         _ = Database.processSetup
         self.path = path
         var db: OpaquePointer?
         let flags: Int32 = (mode == .readWrite ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) : SQLITE_OPEN_READONLY)
             | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
-        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        let rc = sqlite3_open_v2(path, &db, flags, coalesceLogWrites ? CoalescingVFS.name : nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             if let db { sqlite3_close_v2(db) }
@@ -136,6 +139,14 @@ public final class Database: @unchecked Sendable {
             Unmanaged<WALHook>.fromOpaque(context).takeUnretainedValue().handler(Int(pages))
             return SQLITE_OK
         }, Unmanaged.passUnretained(hook).toOpaque())
+    }
+
+    /// How many writes this connection's write-ahead log made to its file, when the connection
+    /// coalesces them (`CoalescingVFS`) and has opened its log; nil otherwise. For tests.
+    public var coalescedLogWrites: Int? {
+        var file: UnsafeMutablePointer<sqlite3_file>?
+        guard sqlite3_file_control(handle, "main", SQLITE_FCNTL_JOURNAL_POINTER, &file) == SQLITE_OK, let file else { return nil }
+        return CoalescingVFS.logWrites(file)
     }
 
     /// The rowid of the last inserted row on this connection.

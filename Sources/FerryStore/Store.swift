@@ -61,7 +61,7 @@ public final class Store: @unchecked Sendable {
         let catalog = Catalog()
         self.catalog = catalog
         do {
-            let db = try Database(path: configuration.databasePath)
+            let db = try Database(path: configuration.databasePath, coalesceLogWrites: true)
             try Store.configure(db, configuration)
             try Store.migrate(db, path: configuration.databasePath)
             let (node, replaced, clockState) = try Store.engineState(db, configuration)

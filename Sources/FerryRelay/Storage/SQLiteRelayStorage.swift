@@ -31,7 +31,7 @@ public final class SQLiteRelayStorage: RelayStorage, @unchecked Sendable {
                 cacheMiB: Int = 64) throws(RelayStorageError) {
         self.path = path
         do {
-            db = try Database(path: path)
+            db = try Database(path: path, coalesceLogWrites: true)
             try RelaySchema.migrate(db)
             try db.execute("PRAGMA synchronous=\(synchronous == "NORMAL" ? "NORMAL" : "FULL"); PRAGMA foreign_keys=ON; PRAGMA cache_size=-\(max(2, cacheMiB) * 1024)")
             // Commits sync the WAL only; the checkpointer copies it back off the push path.

@@ -77,6 +77,9 @@ final class ServerConnection: EventLoopHandler {
         if !closed { processInput() }
         if !closed { noteIncompleteMessage() }
         if !closed { updateInterest() }
+        // After the turn's batched calls ran and were answered (`ServerCore.runBatches`, which
+        // is queued before this).
+        if peekedBytes > 0 { core.loop.atEndOfTurn { [self] in takePeekedBytes() } }
     }
 
     private func readInput(untilEndOfFile: Bool) {
@@ -84,9 +87,12 @@ final class ServerConnection: EventLoopHandler {
         var reads = 0
         while !readClosed && (untilEndOfFile || reads < Self.readsPerEvent) {
             if !untilEndOfFile && activeCall != nil && framer.bufferedByteCount >= Self.pipelineHighWater { break }
+            // The first read of a turn only looks (MSG_PEEK) when the bytes it finds can be
+            // taken later (`takePeekedBytes`): see `peekedBytes`.
+            let peek = reads == 0 && !untilEndOfFile && peekedBytes == 0
             let count: Int
             do throws(SystemCallError) {
-                count = try Syscall.run("recv fd \(fd)") { recv(fd, buffer.baseAddress, buffer.count, 0) }
+                count = try Syscall.run("recv fd \(fd)") { recv(fd, buffer.baseAddress, buffer.count, peek ? Int32(MSG_PEEK) : 0) }
             } catch where error.isWouldBlock {
                 break
             } catch {
@@ -101,6 +107,15 @@ final class ServerConnection: EventLoopHandler {
             }
             framer.append(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
             reads += 1
+            if peek {
+                peekedBytes = count
+                // A short read saw all the socket held: it is taken at the end of the turn.
+                if count < buffer.count { break }
+                // More may be waiting: take these bytes now and read on as usual.
+                takePeekedBytes()
+                if closed { return }
+                continue
+            }
             if untilEndOfFile && framer.bufferedByteCount > core.configuration.maxMessageSize { break }
             // A short read took all the socket held; epoll (level-triggered) reports the next
             // bytes, so asking again would only cost a recv that answers EAGAIN.
@@ -110,6 +125,39 @@ final class ServerConnection: EventLoopHandler {
         if core.budget.isExceeded && accountedInput > core.budget.fairShare {
             core.log(.bufferBudgetExceeded(peer: peer, held: accountedInput, budget: core.budget.limit))
             close()
+        }
+    }
+
+    /// Bytes the framer holds that are still in the socket, read with MSG_PEEK and taken from
+    /// it at the end of the loop turn, after the calls they carried were answered.
+    ///
+    /// Why: taking bytes out of a Unix socket wakes whoever sleeps on the sender's end, and a
+    /// client blocked reading its reply sleeps there. A plain recv of a request therefore wakes
+    /// the client for nothing (it finds no reply and sleeps again), which costs the loop thread
+    /// a cross-CPU wake-up while the request waits. Taken after the reply, the client is
+    /// already awake and nobody is woken.
+    private var peekedBytes = 0
+
+    /// Takes the peeked bytes out of the socket (they are in the framer already).
+    private func takePeekedBytes() {
+        guard peekedBytes > 0, !closed else {
+            peekedBytes = 0
+            return
+        }
+        let scratch = core.readBuffer
+        var left = peekedBytes
+        peekedBytes = 0
+        while left > 0 {
+            let n = recv(fd, scratch.baseAddress, min(left, scratch.count), 0)
+            if n > 0 {
+                left -= n
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else {
+                // The bytes were there when peeked and only this connection reads them: this
+                // is a reset; the next read sees it.
+                return
+            }
         }
     }
 

@@ -61,15 +61,14 @@ struct IPCBenchmark {
         defer { daemon.stop() }
 
         // The latency ratio: rounds of the raw baseline and of single puts, interleaved so
-        // that both see the same machine (this one's speed drifts), pooled.
-        var rawPooled: [Double] = []
-        var apartPooled: [Double] = []
-        var putPooled: [Double] = []
-        for _ in 0..<5 {
-            rawPooled += try baseline.measure(rounds: 400)
-            apartPooled += try apart.measure(rounds: 400)
-            putPooled += try await singlePuts(daemon: daemon, clients: 1, total: 400).0
+        // that both see the same machine (this one's speed drifts), pooled. One client thread
+        // and one connection each make every round trip, as an app's thread would.
+        let connection = try BlockingConnection(path: daemon.socket)
+        _ = try connection.roundTrip(request)   // warm up
+        guard let rounds = try interleavedRounds(baselines: [baseline, apart], connection: connection, request: request, clientCPU: nil) else {
+            throw BenchError("the single-put rounds did not run")
         }
+        let rawPooled = rounds.raw[0], apartPooled = rounds.raw[1], putPooled = rounds.put
         var ratioLine = ResultLine("ipc.put_latency")
         ratioLine.add("baseline", "unix_socket_round_trip+sqlite_commit_of_one_row")
         ratioLine.add("rounds", 5)
@@ -213,33 +212,43 @@ struct IPCBenchmark {
         line.add("server_cpu", cpus[0])
         for (name, clientCPU) in [("same_cpu", cpus[0]), ("other_cpu", cpus[1])] {
             guard CPUAffinity.pinProcess(daemon.processID, to: [cpus[0]]), CPUAffinity.pin(rawServer, to: [cpus[0]]) else { return nil }
-            let result = HandOff<Result<(raw: [Double], put: [Double]), Error>>()
-            let done = DispatchSemaphore(value: 0)
-            Thread.detachNewThread {
-                defer { done.signal() }
-                guard CPUAffinity.pin(0, to: [clientCPU]) else { return }
-                result.value = Result {
-                    var rawSamples: [Double] = [], putSamples: [Double] = []
-                    for _ in 0..<5 {
-                        rawSamples += try raw.measure(rounds: 400)
-                        for _ in 0..<400 {
-                            let t0 = Monotonic.nanos()
-                            let reply = try connection.roundTrip(request)
-                            guard reply.contains(UInt8(ascii: "r")) else { throw BenchError("a placed put failed") }
-                            putSamples.append(Double(Monotonic.nanos() - t0) / 1000)
-                        }
-                    }
-                    return (rawSamples, putSamples)
-                }
-            }
-            done.wait()
-            guard let samples = try result.value?.get() else { return nil }
-            let rawP50 = samples.raw.percentile(0.5), putP50 = samples.put.percentile(0.5)
+            guard let samples = try interleavedRounds(baselines: [raw], connection: connection, request: request, clientCPU: clientCPU) else { return nil }
+            let rawP50 = samples.raw[0].percentile(0.5), putP50 = samples.put.percentile(0.5)
             line.add("\(name)_raw_p50_us", rawP50, digits: 1)
             line.add("\(name)_put_p50_us", putP50, digits: 1)
             line.add("\(name)_ratio", putP50 / rawP50, digits: 2)
         }
         return line
+    }
+
+    /// Five rounds: 400 round trips to each baseline in turn, then 400 single puts on
+    /// `connection`, all made by one new thread (pinned to `clientCPU` when given), so that
+    /// the two sides of a ratio differ only in their servers. Latencies in microseconds, per
+    /// baseline and for the puts; nil when the thread may not be pinned.
+    private func interleavedRounds(baselines: [RawPingPong], connection: BlockingConnection, request: [UInt8],
+                                   clientCPU: Int?) throws -> (raw: [[Double]], put: [Double])? {
+        let result = HandOff<Result<(raw: [[Double]], put: [Double])?, Error>>()
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            defer { done.signal() }
+            result.value = Result {
+                if let clientCPU, !CPUAffinity.pin(0, to: [clientCPU]) { return nil }
+                var rawSamples = [[Double]](repeating: [], count: baselines.count), putSamples: [Double] = []
+                for _ in 0..<5 {
+                    for (i, baseline) in baselines.enumerated() { rawSamples[i] += try baseline.measure(rounds: 400) }
+                    for _ in 0..<400 {
+                        let t0 = Monotonic.nanos()
+                        let reply = try connection.roundTrip(request)
+                        guard reply.contains(UInt8(ascii: "r")) else { throw BenchError("a single put failed: \(String(decoding: reply, as: UTF8.self))") }
+                        putSamples.append(Double(Monotonic.nanos() - t0) / 1000)
+                    }
+                }
+                return (rawSamples, putSamples)
+            }
+        }
+        done.wait()
+        guard let outcome = result.value else { throw BenchError("the client thread gave no result") }
+        return try outcome.get()
     }
 
     private func batchItems(_ b: Int) -> [JSONValue] {

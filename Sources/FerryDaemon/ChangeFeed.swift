@@ -12,10 +12,16 @@ final class ChangeFeed: Sendable {
         let seq: Int64
         let space: String
         let entity: String
-        /// The record, as space, entity and id joined by NUL.
-        let key: String
+        let key: Key
         /// The reply every watcher gets for this change, encoded once.
         let reply: VarlinkEncodedReply
+    }
+
+    /// A record: its space, entity and id (kept as the record's own strings, nothing joined).
+    struct Key: Hashable, Sendable {
+        let space: String
+        let entity: String
+        let id: String
     }
 
     /// Why a watcher left live mode.
@@ -47,7 +53,7 @@ final class ChangeFeed: Sendable {
         var bytes = 0
         /// Per record in `items`: the seq of its newest item. An older item of the record is
         /// superseded: a page leaves it out, as the store's change log does.
-        var latest: [String: Int64] = [:]
+        var latest: [Key: Int64] = [:]
         var live: [UInt64: Live] = [:]
         var nextLiveID: UInt64 = 0
         var stopping = false
@@ -258,7 +264,7 @@ final class ChangeFeed: Sendable {
         Wire.append(record, payloadText: record.payload, to: &bytes)
         bytes.append(UInt8(ascii: "}"))
         return Item(seq: record.seq, space: record.space, entity: record.entity,
-                    key: record.space + "\u{0}" + record.entity + "\u{0}" + record.id,
+                    key: Key(space: record.space, entity: record.entity, id: record.id),
                     reply: VarlinkEncodedReply(parametersJSON: bytes))
     }
 

@@ -504,7 +504,7 @@ enum Wire {
         JSONWriter.appendRaw(r.deleted ? #"],"deleted":true,"entity":"# : #"],"deleted":false,"entity":"#, to: &out)
         JSONWriter.appendString(r.entity, to: &out)
         JSONWriter.appendRaw(#","hlc":""#, to: &out)
-        out.append(contentsOf: r.hlc.text.utf8)
+        r.hlc.appendText(to: &out)
         JSONWriter.appendRaw(#"","id":"#, to: &out)
         JSONWriter.appendString(r.id, to: &out)
         if let payloadText, !r.deleted {

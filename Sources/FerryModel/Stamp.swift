@@ -39,30 +39,46 @@ public struct Stamp: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     /// The text form.
     public var text: String {
-        var out = [UInt8]()
-        out.reserveCapacity(Stamp.textLength)
+        String(unsafeUninitializedCapacity: Stamp.textLength) { buffer in
+            writeText(to: buffer.baseAddress!)
+            return Stamp.textLength
+        }
+    }
+
+    /// Appends the text form's `textLength` bytes to `out`, without making a String.
+    public func appendText(to out: inout [UInt8]) {
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: Stamp.textLength))
+        out.withUnsafeMutableBufferPointer { writeText(to: $0.baseAddress! + start) }
+    }
+
+    /// Writes the text form at `p` (`textLength` bytes).
+    private func writeText(to p: UnsafeMutablePointer<UInt8>) {
         let (year, month, day, hour, minute, second, ms) = CivilTime.fields(millis: millis)
-        func digits(_ v: Int, _ n: Int) {
-            var divisor = 1
-            for _ in 1..<n { divisor *= 10 }
-            var v = v
-            for _ in 0..<n {
-                out.append(UInt8(48 + v / divisor))
-                v %= divisor
-                divisor /= 10
+        func digits(_ value: Int, _ count: Int, at offset: Int) {
+            var v = value
+            for k in stride(from: offset + count - 1, through: offset, by: -1) {
+                p[k] = UInt8(truncatingIfNeeded: 48 + v % 10)
+                v /= 10
             }
         }
-        digits(year, 4); out.append(45)
-        digits(month, 2); out.append(45)
-        digits(day, 2); out.append(84)
-        digits(hour, 2); out.append(58)
-        digits(minute, 2); out.append(58)
-        digits(second, 2); out.append(46)
-        digits(ms, 3); out.append(90); out.append(45)
-        Hex.append(UInt64(counter), width: 4, to: &out)
-        out.append(45)
-        Hex.append(node.value, width: 16, to: &out)
-        return String(decoding: out, as: UTF8.self)
+        func hex(_ value: UInt64, _ count: Int, at offset: Int) {
+            var v = value
+            for k in stride(from: offset + count - 1, through: offset, by: -1) {
+                let nibble = UInt8(truncatingIfNeeded: v & 0xF)
+                p[k] = nibble < 10 ? 48 + nibble : 87 + nibble
+                v >>= 4
+            }
+        }
+        digits(year, 4, at: 0); p[4] = UInt8(ascii: "-")
+        digits(month, 2, at: 5); p[7] = UInt8(ascii: "-")
+        digits(day, 2, at: 8); p[10] = UInt8(ascii: "T")
+        digits(hour, 2, at: 11); p[13] = UInt8(ascii: ":")
+        digits(minute, 2, at: 14); p[16] = UInt8(ascii: ":")
+        digits(second, 2, at: 17); p[19] = UInt8(ascii: ".")
+        digits(ms, 3, at: 20); p[23] = UInt8(ascii: "Z"); p[24] = UInt8(ascii: "-")
+        hex(UInt64(counter), 4, at: 25); p[29] = UInt8(ascii: "-")
+        hex(node.value, 16, at: 30)
     }
 
     public var description: String { text }

@@ -52,11 +52,11 @@ import Testing
         let page = try #require(try feed.page(after: start, limit: 500, spaces: nil, entities: nil))
         let fromStore = try store.changes(since: start).records.map(\.seq)
         #expect(page.items.map(\.seq) == fromStore)
-        #expect(page.items.filter { $0.key.hasSuffix("\u{0}a") }.count == 1)
+        #expect(page.items.filter { $0.key.id == "a" }.count == 1)
         #expect(page.items.count == 4 && page.through == store.lastSeq)
         // Cut after the first b: a's newest change is still ahead, so a is not on this page.
         let first = try #require(try feed.page(after: start, limit: 1, spaces: nil, entities: nil))
-        #expect(first.items.map(\.key) == ["private\u{0}note\u{0}b1"])
+        #expect(first.items.map(\.key) == [ChangeFeed.Key(space: "private", entity: "note", id: "b1")])
         let rest = try #require(try feed.page(after: first.through, limit: 500, spaces: nil, entities: nil))
         #expect(rest.items.map(\.seq) == Array(fromStore.dropFirst()))
     }
@@ -85,7 +85,7 @@ import Testing
         let page = try #require(try feed.page(after: start, limit: 500, spaces: nil, entities: nil))
         let fromStore = try store.changes(since: start)
         #expect(page.items.map(\.seq) == fromStore.records.map(\.seq))
-        #expect(page.items.map(\.key) == ["private\u{0}note\u{0}b", "private\u{0}note\u{0}a", "private\u{0}note\u{0}c", "private\u{0}note\u{0}d"])
+        #expect(page.items.map(\.key) == ["b", "a", "c", "d"].map { ChangeFeed.Key(space: "private", entity: "note", id: $0) })
         #expect(page.through == store.lastSeq)
         let replies = page.items.map { String(decoding: $0.reply.bytes, as: UTF8.self) }
         #expect(replies[1].contains(#""payload":{"v":2}"#))

@@ -20,6 +20,23 @@ import Testing
         #expect(try Stamp(parsing: "2024-02-29T23:59:59.999Z-0000-0000000000000001").millis == 1_709_251_199_999)
     }
 
+    /// The bytes `appendText` adds are the text form, after whatever `out` held, and parse back,
+    /// all over the range.
+    @Test func appendedTextIsTheTextForm() throws {
+        var generator = SystemRandomNumberGenerator()
+        var out: [UInt8] = Array("x".utf8)
+        for _ in 0..<3000 {
+            let stamp = Stamp(millis: Int64.random(in: Stamp.millisRange, using: &generator), counter: UInt16.random(in: 0...UInt16.max),
+                              node: NodeID(UInt64.random(in: 0...UInt64.max)))
+            let before = out.count
+            stamp.appendText(to: &out)
+            let appended = String(decoding: out[before...], as: UTF8.self)
+            #expect(appended == stamp.text)
+            #expect(try Stamp(parsing: appended) == stamp)
+        }
+        #expect(out.first == UInt8(ascii: "x") && out.count == 1 + 3000 * Stamp.textLength)
+    }
+
     @Test func byteOrderIsStampOrder() {
         var generator = SystemRandomNumberGenerator()
         var stamps: [Stamp] = []

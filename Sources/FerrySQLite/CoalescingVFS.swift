@@ -165,6 +165,24 @@ public enum CoalescingVFS {
         return SQLITE_OK
     }
 
+    /// Writes what `file` holds, then calls `body` with the default VFS's file and its methods.
+    private static func afterFlush(_ file: UnsafeMutablePointer<sqlite3_file>?,
+                                   _ body: (UnsafeMutablePointer<sqlite3_file>, sqlite3_io_methods) -> Int32) -> Int32 {
+        guard let file else { return SQLITE_IOERR }
+        let rc = flush(file)
+        guard rc == SQLITE_OK else { return rc }
+        let base = baseFile(file)
+        return body(base, methods(base))
+    }
+
+    /// Calls `body` with the default VFS's file and its methods.
+    private static func passOn(_ file: UnsafeMutablePointer<sqlite3_file>?,
+                               _ body: (UnsafeMutablePointer<sqlite3_file>, sqlite3_io_methods) -> Int32) -> Int32 {
+        guard let file else { return SQLITE_IOERR }
+        let base = baseFile(file)
+        return body(base, methods(base))
+    }
+
     /// The log's methods: writes held by `write`, everything else the default VFS's, after
     /// what is held is written where the call could see or depend on the file.
     nonisolated(unsafe) private static let logMethods: UnsafeMutablePointer<sqlite3_io_methods> = {
@@ -180,92 +198,23 @@ public enum CoalescingVFS {
             Unmanaged<LogBuffer>.fromOpaque(pointer).release()
             return flushed != SQLITE_OK ? flushed : closed
         }
-        methods.xRead = { file, data, amount, offset in
-            guard let file else { return SQLITE_IOERR }
-            let rc = flush(file)
-            guard rc == SQLITE_OK else { return rc }
-            let base = baseFile(file)
-            return CoalescingVFS.methods(base).xRead(base, data, amount, offset)
-        }
+        methods.xRead = { file, data, amount, offset in afterFlush(file) { $1.xRead($0, data, amount, offset) } }
         methods.xWrite = write
-        methods.xTruncate = { file, size in
-            guard let file else { return SQLITE_IOERR }
-            let rc = flush(file)
-            guard rc == SQLITE_OK else { return rc }
-            let base = baseFile(file)
-            return CoalescingVFS.methods(base).xTruncate(base, size)
-        }
-        methods.xSync = { file, flags in
-            guard let file else { return SQLITE_IOERR }
-            let rc = flush(file)
-            guard rc == SQLITE_OK else { return rc }
-            let base = baseFile(file)
-            return CoalescingVFS.methods(base).xSync(base, flags)
-        }
-        methods.xFileSize = { file, size in
-            guard let file else { return SQLITE_IOERR }
-            let rc = flush(file)
-            guard rc == SQLITE_OK else { return rc }
-            let base = baseFile(file)
-            return CoalescingVFS.methods(base).xFileSize(base, size)
-        }
-        methods.xLock = { file, level in
-            guard let file else { return SQLITE_IOERR }
-            let base = baseFile(file)
-            return CoalescingVFS.methods(base).xLock(base, level)
-        }
-        methods.xUnlock = { file, level in
-            guard let file else { return SQLITE_IOERR }
-            let base = baseFile(file)
-            return CoalescingVFS.methods(base).xUnlock(base, level)
-        }
-        methods.xCheckReservedLock = { file, result in
-            guard let file else { return SQLITE_IOERR }
-            let base = baseFile(file)
-            return CoalescingVFS.methods(base).xCheckReservedLock(base, result)
-        }
-        methods.xFileControl = { file, op, argument in
-            guard let file else { return SQLITE_NOTFOUND }
-            let rc = flush(file)
-            guard rc == SQLITE_OK else { return rc }
-            let base = baseFile(file)
-            return CoalescingVFS.methods(base).xFileControl(base, op, argument)
-        }
-        methods.xSectorSize = { file in
-            guard let file else { return 4096 }
-            let base = baseFile(file)
-            return CoalescingVFS.methods(base).xSectorSize(base)
-        }
-        methods.xDeviceCharacteristics = { file in
-            guard let file else { return 0 }
-            let base = baseFile(file)
-            return CoalescingVFS.methods(base).xDeviceCharacteristics(base)
-        }
+        methods.xTruncate = { file, size in afterFlush(file) { $1.xTruncate($0, size) } }
+        methods.xSync = { file, flags in afterFlush(file) { $1.xSync($0, flags) } }
+        methods.xFileSize = { file, size in afterFlush(file) { $1.xFileSize($0, size) } }
+        methods.xLock = { file, level in passOn(file) { $1.xLock($0, level) } }
+        methods.xUnlock = { file, level in passOn(file) { $1.xUnlock($0, level) } }
+        methods.xCheckReservedLock = { file, result in passOn(file) { $1.xCheckReservedLock($0, result) } }
+        methods.xFileControl = { file, op, argument in afterFlush(file) { $1.xFileControl($0, op, argument) } }
+        methods.xSectorSize = { file in passOn(file) { $1.xSectorSize($0) } }
+        methods.xDeviceCharacteristics = { file in passOn(file) { $1.xDeviceCharacteristics($0) } }
         // SQLite maps shared memory and pages through the database file, never the log; these
         // pass on all the same.
-        methods.xShmMap = { file, page, size, extend, pointer in
-            guard let file else { return SQLITE_IOERR }
-            let base = baseFile(file)
-            guard let map = CoalescingVFS.methods(base).xShmMap else { return SQLITE_IOERR }
-            return map(base, page, size, extend, pointer)
-        }
-        methods.xShmLock = { file, offset, n, flags in
-            guard let file else { return SQLITE_IOERR }
-            let base = baseFile(file)
-            guard let lock = CoalescingVFS.methods(base).xShmLock else { return SQLITE_IOERR }
-            return lock(base, offset, n, flags)
-        }
-        methods.xShmBarrier = { file in
-            guard let file else { return }
-            let base = baseFile(file)
-            CoalescingVFS.methods(base).xShmBarrier?(base)
-        }
-        methods.xShmUnmap = { file, delete in
-            guard let file else { return SQLITE_OK }
-            let base = baseFile(file)
-            guard let unmap = CoalescingVFS.methods(base).xShmUnmap else { return SQLITE_OK }
-            return unmap(base, delete)
-        }
+        methods.xShmMap = { file, page, size, extend, pointer in passOn(file) { $1.xShmMap?($0, page, size, extend, pointer) ?? SQLITE_IOERR } }
+        methods.xShmLock = { file, offset, n, flags in passOn(file) { $1.xShmLock?($0, offset, n, flags) ?? SQLITE_IOERR } }
+        methods.xShmBarrier = { file in _ = passOn(file) { $1.xShmBarrier?($0); return SQLITE_OK } }
+        methods.xShmUnmap = { file, delete in passOn(file) { $1.xShmUnmap?($0, delete) ?? SQLITE_OK } }
         methods.xFetch = { file, offset, amount, pointer in
             // No memory-mapped reads of the log: SQLite then reads it with xRead.
             pointer?.pointee = nil

@@ -247,13 +247,15 @@ extension Store {
 
     /// Records what a transport answered for a batch read with `pending` (which gave `from`,
     /// `through` and `since`): it stored `acked` (or had them) and refused `refused` for good,
-    /// and the batch held every record it needed after `from` up to `through`. Its cursor moves to `through` when it stood at `from` or
-    /// later; otherwise (an answer for a batch read before an earlier one was recorded, which
-    /// the engine never makes) the cursor stays and the batch is sent again, which every
-    /// transport answers as duplicates; so does a batch read before the transport started
-    /// over. A refusal keeps the record visible with the reason
-    /// and stops it being offered to that transport until it changes; an acknowledgement of a
-    /// later version drops an earlier refusal. Nothing happens for a removed transport.
+    /// and the batch held every record it needed after `from` up to `through`.
+    ///
+    /// Its cursor moves to `through` when it stood at `from` or later. Otherwise (an answer for
+    /// a batch read before an earlier one was recorded, which the engine never makes) the
+    /// cursor stays and the batch is sent again, which every transport answers as duplicates;
+    /// so does a batch read before the transport started over. A refusal keeps the record
+    /// visible with the reason and stops it being offered to that transport until it changes;
+    /// an acknowledgement of a later version drops an earlier refusal. Nothing happens for a
+    /// removed transport.
     public func recordPush(space: String = Store.privateSpace, transport: String, from: Int64, through: Int64,
                            since: Int64, acked: [(rid: Int64, hlc: Stamp)],
                            refused: [(key: RecordKey, hlc: Stamp, error: String)] = []) throws(FerryError) {

@@ -8,6 +8,8 @@ struct JSONStringToken {
     var end: Int
     /// Whether the text had escapes (and, when decoded, now lives in `scratch`).
     var hasEscapes: Bool
+    /// Whether every byte of the content is ASCII (escapes aside: false with escapes).
+    var isASCII: Bool
 }
 
 extension JSONScanner {
@@ -17,12 +19,24 @@ extension JSONScanner {
     mutating func scanString(decode: Bool) throws(JSONError) -> JSONStringToken {
         let start = pos + 1
         var index = start
-        // Fast path: most strings have no escapes and can be used in place.
+        var isASCII = true
+        // Fast path: most strings have no escapes and can be used in place. Eight bytes at a
+        // time while they are all plain (printable ASCII, no quote, no backslash), then the
+        // byte that is not, on its own.
         while index < end {
+            if index &+ 8 <= end {
+                let word = UInt64(littleEndian: UnsafeRawPointer(bytes.baseAddress! + index).loadUnaligned(as: UInt64.self))
+                let special = Self.specialBytes(word)
+                if special == 0 {
+                    index &+= 8
+                    continue
+                }
+                index &+= special.trailingZeroBitCount >> 3
+            }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 pos = index + 1
-                return JSONStringToken(start: start, end: index, hasEscapes: false)
+                return JSONStringToken(start: start, end: index, hasEscapes: false, isASCII: isASCII)
             } else if byte == UInt8(ascii: "\\") {
                 break
             } else if byte < 0x20 {
@@ -30,6 +44,7 @@ extension JSONScanner {
             } else if byte < 0x80 {
                 index += 1
             } else {
+                isASCII = false
                 index = try skipUTF8Sequence(at: index)
             }
         }
@@ -43,7 +58,7 @@ extension JSONScanner {
             if byte == UInt8(ascii: "\"") {
                 if decode { appendRun(runStart, index) }
                 pos = index + 1
-                return JSONStringToken(start: start, end: index, hasEscapes: true)
+                return JSONStringToken(start: start, end: index, hasEscapes: true, isASCII: false)
             } else if byte == UInt8(ascii: "\\") {
                 if decode { appendRun(runStart, index) }
                 index = try scanEscape(at: index, decode: decode)
@@ -57,6 +72,25 @@ extension JSONScanner {
             }
         }
         throw unexpectedEnd()
+    }
+
+    /// A mask whose lowest set bit lies in the first byte of `word` (read little-endian: its
+    /// first byte in memory is its lowest) that a string's fast path must look at: a quote, a
+    /// backslash, a control character (below 0x20) or a byte of a multi-byte sequence (0x80
+    /// and up); zero when there is none. Bits above the lowest may be set for plain bytes (a
+    /// borrow carries into the byte after a match), so only the lowest is to be trusted.
+    @inline(__always)
+    static func specialBytes(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        // (x - 0x01…) & ~x & 0x80… flags the zero bytes of x; (x - n·0x01…) & ~x & 0x80…
+        // the bytes below n (for n <= 0x80).
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        let quotes = (quote &- ones) & ~quote
+        let backslashes = (backslash &- ones) & ~backslash
+        let controls = (word &- ones &* 0x20) & ~word
+        return (quotes | backslashes | controls | word) & highs
     }
 
     /// The text of a token returned by `scanString(decode: true)`.

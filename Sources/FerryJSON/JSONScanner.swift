@@ -136,7 +136,11 @@ struct JSONScanner {
         }
         let keyOffset = pos
         let token = try scanString(decode: true)
-        try sink.key(makeString(token), offset: keyOffset)
+        if token.isASCII {
+            try sink.key(ascii: UnsafeBufferPointer(rebasing: bytes[token.start..<token.end]), offset: keyOffset)
+        } else {
+            try sink.key(makeString(token), offset: keyOffset)
+        }
         skipWhitespace()
         guard pos < end else { throw unexpectedEnd() }
         guard bytes[pos] == UInt8(ascii: ":") else {

@@ -22,6 +22,10 @@ protocol JSONSink {
     /// A member key of the innermost object; throws `.duplicateKey` at `offset`
     /// when the object already has it.
     mutating func key(_ key: String, offset: Int) throws(JSONError)
+    /// The same for a key that is plain ASCII, without escapes, given as its bytes in the
+    /// input (valid until the scan returns). The default makes the String and calls
+    /// `key(_:offset:)`.
+    mutating func key(ascii: UnsafeBufferPointer<UInt8>, offset: Int) throws(JSONError)
     /// A complete scalar inside `parent` (only called when `buildsValues` and `building`).
     mutating func value(_ value: JSONValue, in parent: JSONParent)
     /// Closes the innermost array, which sits inside `parent`.
@@ -29,4 +33,10 @@ protocol JSONSink {
     /// Closes the innermost object, which sits inside `parent`; `end` is the offset just past
     /// its `}`.
     mutating func endObject(in parent: JSONParent, end: Int)
+}
+
+extension JSONSink {
+    mutating func key(ascii: UnsafeBufferPointer<UInt8>, offset: Int) throws(JSONError) {
+        try key(String(decoding: ascii, as: UTF8.self), offset: offset)
+    }
 }

@@ -1,5 +1,6 @@
 /// The sink behind `JSONParser.validate`: builds nothing, only remembers the
-/// open objects' keys to reject duplicates exactly as `parse` does.
+/// open objects' keys (plain-ASCII ones as their bytes in the input) to reject
+/// duplicates exactly as `parse` does.
 struct JSONValidationSink: JSONSink {
     static let buildsValues = false
     var building: Bool { false }
@@ -8,7 +9,7 @@ struct JSONValidationSink: JSONSink {
         throw error
     }
 
-    private var keys = JSONKeyTracker()
+    private var keys = JSONByteKeyTracker()
 
     mutating func beginArray(at offset: Int, in parent: JSONParent) {}
 
@@ -18,6 +19,10 @@ struct JSONValidationSink: JSONSink {
 
     mutating func key(_ key: String, offset: Int) throws(JSONError) {
         try keys.add(key, offset: offset)
+    }
+
+    mutating func key(ascii: UnsafeBufferPointer<UInt8>, offset: Int) throws(JSONError) {
+        try keys.add(ascii: ascii, offset: offset)
     }
 
     mutating func value(_ value: JSONValue, in parent: JSONParent) {}

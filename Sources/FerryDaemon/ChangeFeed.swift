@@ -45,14 +45,21 @@ final class ChangeFeed: Sendable {
     }
 
     private struct State {
-        /// Every change with `start < seq <= through`, at the version it had when read.
+        /// From `head` on: every change with `start < seq <= through`, at the version it had
+        /// when read. The items before `head` were dropped; they are released together once
+        /// they are as many as the rest, or hold a quarter of the byte budget, so dropping
+        /// moves each kept item about once, instead of the whole feed at every commit.
         var items: [Item] = []
+        var head = 0
         var start: Int64
         var through: Int64
-        /// The encoded size of `items`.
+        /// The encoded size of the items from `head` on, and of those before it.
         var bytes = 0
-        /// Per record in `items`: the seq of its newest item. An older item of the record is
-        /// superseded: a page leaves it out, as the store's change log does.
+        var droppedBytes = 0
+        /// Per record: the seq of its newest item. An older item of the record is superseded: a
+        /// page leaves it out, as the store's change log does. Records with no item left keep
+        /// their entry until it is rebuilt (past twice `capacity` entries): an entry is only
+        /// read for an item in the feed, and the newest item of a record is dropped last.
         var latest: [Key: Int64] = [:]
         var live: [UInt64: Live] = [:]
         var nextLiveID: UInt64 = 0
@@ -88,7 +95,7 @@ final class ChangeFeed: Sendable {
             // Reading on may have let the changes after the cursor fall out of the feed.
             if cursor < s.start { return .success(nil) }
             // Binary search for the first item after the cursor.
-            var lo = 0, hi = s.items.count
+            var lo = s.head, hi = s.items.count
             while lo < hi {
                 let mid = (lo + hi) / 2
                 if s.items[mid].seq <= cursor { lo = mid + 1 } else { hi = mid }
@@ -159,7 +166,7 @@ final class ChangeFeed: Sendable {
             if let commit { take(commit, into: &s) }
             do { try catchUp(&s) } catch { return }
             for (id, entry) in s.live {
-                var lo = 0, hi = s.items.count
+                var lo = s.head, hi = s.items.count
                 while lo < hi {
                     let mid = (lo + hi) / 2
                     if s.items[mid].seq <= entry.cursor { lo = mid + 1 } else { hi = mid }
@@ -244,11 +251,13 @@ final class ChangeFeed: Sendable {
             s.items.append(item)
         }
         if !superseded.isEmpty {
-            var kept = Array(s.items[..<first])
+            var kept = Array(s.items[s.head..<first])
             for item in s.items[first...] {
                 if superseded.contains(item.seq) { s.bytes -= item.reply.size } else { kept.append(item) }
             }
             s.items = kept
+            s.head = 0
+            s.droppedBytes = 0
         }
         s.through = commit.through
         trim(&s)
@@ -270,19 +279,29 @@ final class ChangeFeed: Sendable {
 
     /// Drops the oldest changes beyond `capacity` or `maxBytes`.
     private func trim(_ s: inout State) {
-        var drop = max(0, s.items.count - Self.capacity)
+        let count = s.items.count - s.head
+        var drop = max(0, count - Self.capacity)
         var bytes = s.bytes
-        for i in 0..<drop { bytes -= s.items[i].reply.size }
-        while bytes > Self.maxBytes && drop < s.items.count {
-            bytes -= s.items[drop].reply.size
+        for i in s.head..<(s.head + drop) { bytes -= s.items[i].reply.size }
+        while bytes > Self.maxBytes && drop < count {
+            bytes -= s.items[s.head + drop].reply.size
             drop += 1
         }
         guard drop > 0 else { return }
-        for i in 0..<drop {
-            if let at = s.latest.index(forKey: s.items[i].key), s.latest.values[at] == s.items[i].seq { s.latest.remove(at: at) }
-        }
-        s.start = s.items[drop - 1].seq
-        s.items.removeFirst(drop)
+        s.start = s.items[s.head + drop - 1].seq
+        s.head += drop
+        s.droppedBytes += s.bytes - bytes
         s.bytes = bytes
+        if s.head >= s.items.count - s.head || s.droppedBytes >= Self.maxBytes / 4 {
+            s.items.removeFirst(s.head)
+            s.head = 0
+            s.droppedBytes = 0
+        }
+        if s.latest.count > 2 * Self.capacity {
+            var latest: [Key: Int64] = [:]
+            latest.reserveCapacity(s.items.count - s.head)
+            for item in s.items[s.head...] { latest[item.key] = item.seq }
+            s.latest = latest
+        }
     }
 }

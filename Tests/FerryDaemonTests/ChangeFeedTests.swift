@@ -95,4 +95,70 @@ import Testing
         #expect(try feed.page(after: start, limit: 500, spaces: nil, entities: nil)?.through == store.lastSeq)
         hub.committed(store.lastSeq)
     }
+
+    /// Every change from `cursor` on, as the store gives them, a page at a time.
+    static func storeChanges(_ store: Store, after cursor: Int64) throws -> [Int64] {
+        var seqs: [Int64] = []
+        var at = cursor
+        while at < store.lastSeq {
+            let page = try store.changes(since: at, limit: 1000)
+            seqs += page.records.map(\.seq)
+            at = page.through
+        }
+        return seqs
+    }
+
+    /// Four times `capacity` changes over 40,000 records (so records come back after their
+    /// older changes fell out, and more records pass than the feed keeps entries for), one
+    /// changed twice in each remote commit: a feed that
+    /// reads the store and one that takes each commit agree with the store at every cursor
+    /// they still hold, and send a cursor they no longer hold to the store.
+    @Test func theFeedAgreesWithTheStoreAfterDroppingManyTimes() throws {
+        let (dir, store, hub, reading) = try Self.feed()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let taking = ChangeFeed(store: store, hub: hub)
+        let commits = Mutex<[CommittedChanges]>([])
+        store.setCommitObserver { commit in commits.withLock { $0.append(commit) } }
+        let start = store.lastSeq
+        _ = try #require(try reading.page(after: start, limit: 1, spaces: nil, entities: nil))
+        var generator = SystemRandomNumberGenerator()
+        var written = 0
+        var round = 0
+        while written < 4 * ChangeFeed.capacity {
+            // 500 puts over 40,000 ids; then a remote commit with one record in it twice.
+            var ids = Set<Int>()
+            while ids.count < 500 { ids.insert(Int.random(in: 0..<40_000, using: &generator)) }
+            let requests = ids.map { PutRequest(entity: "note", id: "n\($0)", payload: #"{"r":\#(round)}"#) }
+            _ = try store.putMany(requests)
+            let twice = "n\(Int.random(in: 0..<40_000, using: &generator))", once = "n\(Int.random(in: 0..<40_000, using: &generator))"
+            let later = Int64(Date().timeIntervalSince1970 * 1000) + 100
+            func version(_ id: String, _ millis: Int64) -> RecordVersion {
+                RecordVersion(entity: "note", id: id, hlc: Stamp(millis: millis, counter: 0, node: NodeID(0xbee)), deleted: false, payload: "{}")
+            }
+            _ = try store.applyRemote([version(twice, later), version(once, later), version(twice, later + 1)],
+                                      origin: .remote(transport: "t"))
+            for commit in commits.withLock({ c in defer { c.removeAll() }; return c }) { taking.take(commit) }
+            hub.committed(store.lastSeq)
+            _ = try reading.page(after: store.lastSeq, limit: 1, spaces: nil, entities: nil)   // it reads each commit
+            written += requests.count + 2
+            round += 1
+        }
+        // The feeds dropped most of it: the first cursor is the store's to serve.
+        #expect(try reading.page(after: start, limit: 10, spaces: nil, entities: nil) == nil)
+        #expect(try taking.page(after: start, limit: 10, spaces: nil, entities: nil) == nil)
+        // What the store gives after a cursor: each record at its newest change past it.
+        let recent = try Self.storeChanges(store, after: start)
+        for feed in [reading, taking] {
+            // The oldest cursor each feed still serves, then every cursor just after it and
+            // some further on: each page is the store's.
+            var oldest = start
+            while try feed.page(after: oldest, limit: 1, spaces: nil, entities: nil) == nil { oldest += 1 }
+            #expect(store.lastSeq - oldest >= Int64(ChangeFeed.capacity / 2))
+            for cursor in Array(oldest...(oldest + 40)) + Array(stride(from: oldest + 41, through: store.lastSeq, by: 97)) {
+                let page = try #require(try feed.page(after: cursor, limit: 100_000, spaces: nil, entities: nil))
+                #expect(page.items.map(\.seq) == recent.filter { $0 > cursor }, "cursor \(cursor), oldest \(oldest)")
+                #expect(page.through == store.lastSeq)
+            }
+        }
+    }
 }

@@ -9,7 +9,7 @@ struct JSONValidationSink: JSONSink {
         throw error
     }
 
-    private var keys = JSONByteKeyTracker()
+    private var keys = JSONKeyTracker()
 
     mutating func beginArray(at offset: Int, in parent: JSONParent) {}
 

@@ -64,7 +64,7 @@ struct JSONValueBuilder: JSONSink {
             let matches: Bool
             switch paths[p][depth - 1] {
             case .anyElement: matches = parent == .array
-            case .key(let k): matches = parent == .object && keys.keys.last == k
+            case .key(let k): matches = parent == .object && keys.lastKey == k
             }
             guard matches else { continue }
             if depth == paths[p].count { return (0, p) }
@@ -139,7 +139,7 @@ struct JSONValueBuilder: JSONSink {
         var members = [String: JSONValue](minimumCapacity: pending.count - start)
         for (offset, index) in (start..<pending.count).enumerated() {
             // Keys were checked for duplicates as they arrived.
-            members[keys.keys[keyStart + offset]] = pending[index]
+            members[keys.key(at: keyStart + offset)] = pending[index]
         }
         pending.removeSubrange(start...)
         keys.close()

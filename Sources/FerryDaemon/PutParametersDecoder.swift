@@ -133,36 +133,16 @@ struct PutParametersDecoder {
     }
 
     /// An object's text, from `{` to its `}`, when `JSONParser.validate` accepts it at most
-    /// `maxDepth` deep (checks, among the rest, UTF-8, duplicate keys and numbers' range).
+    /// `maxDepth` deep (checks, among the rest, UTF-8, duplicate keys and numbers' range); the
+    /// validation finds where it ends.
     private mutating func payload(maxDepth: Int) -> String? {
         skipWhitespace()
         guard maxDepth >= 1, position < bytes.count, bytes[position] == UInt8(ascii: "{") else { return nil }
-        // Find the end: brackets outside strings; validation then checks the whole text.
-        var end = position, depth = 0
-        scan: while end < bytes.count {
-            switch bytes[end] {
-            case UInt8(ascii: "\""):
-                end += 1
-                while end < bytes.count && bytes[end] != UInt8(ascii: "\"") {
-                    end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1
-                }
-            case UInt8(ascii: "{"), UInt8(ascii: "["):
-                depth += 1
-                if depth > maxDepth { return nil }
-            case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                depth -= 1
-                if depth == 0 { break scan }
-            default:
-                break
-            }
-            end += 1
-        }
-        guard end < bytes.count, depth == 0 else { return nil }
-        let text = UnsafeBufferPointer(rebasing: bytes[position...end])
-        guard let kind = try? JSONParser.validate(UnsafeRawBufferPointer(text), limits: JSONLimits(maxBytes: text.count, maxDepth: maxDepth)),
+        let rest = UnsafeBufferPointer(rebasing: bytes[position...])
+        guard let (kind, end) = try? JSONParser.validatePrefix(rest, limits: JSONLimits(maxBytes: rest.count, maxDepth: maxDepth)),
               kind == .object else { return nil }
-        position = end + 1
-        return String(decoding: text, as: UTF8.self)
+        position += end
+        return String(decoding: UnsafeBufferPointer(rebasing: rest[..<end]), as: UTF8.self)
     }
 
     /// One record object: `entity`, `payload`, and optionally `id` and `attachments` (and

@@ -82,6 +82,20 @@ public enum JSONParser {
         }
     }
 
+    /// Checks the one JSON value at the start of `bytes` (after any whitespace) under the same
+    /// rules and with the same errors as `validate`, and stops where it ends: what follows is
+    /// not read. For a reader that finds a value inside a larger text in one pass.
+    /// - Returns: the kind of the value and the offset just past its last byte.
+    /// - Throws: `JSONError` for the value, as `validate` would (one still open where `bytes`
+    ///   end is `.unexpectedEnd`).
+    public static func validatePrefix(_ bytes: UnsafeBufferPointer<UInt8>, limits: JSONLimits = .default) throws(JSONError) -> (kind: JSONTopLevel, end: Int) {
+        guard bytes.count <= limits.maxBytes else { throw tooLarge(limits) }
+        var scanner = JSONScanner(bytes: bytes, maxDepth: limits.maxDepth)
+        var sink = JSONValidationSink()
+        let kind = try scanner.run(into: &sink, stopAfterValue: true)
+        return (kind, scanner.pos)
+    }
+
     static func parseBuffer(_ buffer: UnsafeBufferPointer<UInt8>, limits: JSONLimits) throws(JSONError) -> JSONValue {
         try parseBuffer(buffer, limits: limits, capturing: []).value
     }

@@ -19,8 +19,9 @@ struct JSONScanner {
     }
 
     /// Reads exactly one value, reporting it to `sink`, and returns the kind of
-    /// the top-level value. Throws the first rule the input breaks.
-    mutating func run<Sink: JSONSink>(into sink: inout Sink) throws(JSONError) -> JSONTopLevel {
+    /// the top-level value. Throws the first rule the input breaks. With `stopAfterValue`,
+    /// returns as soon as the value ends, with `pos` just past it, whatever follows.
+    mutating func run<Sink: JSONSink>(into sink: inout Sink, stopAfterValue: Bool = false) throws(JSONError) -> JSONTopLevel {
         skipWhitespace()
         guard pos < end else { throw JSONError(kind: .empty, offset: pos) }
         let topLevel = Self.topLevel(startingWith: bytes[pos])
@@ -87,6 +88,7 @@ struct JSONScanner {
 
             // A value just ended: close containers until one expects another value.
             while true {
+                if stopAfterValue && stack.depth == 0 { return topLevel }
                 skipWhitespace()
                 switch stack.top {
                 case .none:

@@ -52,4 +52,37 @@ import Testing
             }
         }
     }
+
+    /// `validatePrefix` at every cut of every document, alone and followed by other text:
+    /// it finds the value that `validate` would read, ends just past its last byte whatever
+    /// follows, and throws what `validate` throws for anything but trailing data.
+    @Test(arguments: JSONTestCorpus.documents)
+    func aPrefixValueEndsWhereItsLastByteIs(_ text: String) throws {
+        let bytes = Array(text.utf8)
+        for cut in 0...bytes.count {
+            let prefix = Array(bytes[..<cut])
+            for trailing in ["", "x", " ,{\"a\":1}", "]]"] {
+                let input = prefix + Array(trailing.utf8)
+                let found = Result { () throws(JSONError) in try input.withUnsafeBufferPointer { b throws(JSONError) in try JSONParser.validatePrefix(b) } }
+                // What validate says of the value alone: the prefix without the whitespace after it.
+                var valueEnd = prefix.count
+                while valueEnd > 0, [0x20, 0x0A, 0x0D, 0x09].contains(prefix[valueEnd - 1]) { valueEnd -= 1 }
+                let context = "cut \(cut) of \(text) + \(trailing)"
+                switch (validateResult(prefix), found) {
+                case (.success(let kind), .success(let got)):
+                    // None of the trailing texts can continue a value (no digit, dot or e).
+                    #expect(got.kind == kind && got.end == valueEnd, "\(got); \(context)")
+                case (.success(let kind), .failure(let error)):
+                    Issue.record("validate gave \(kind), validatePrefix threw \(error); \(context)")
+                case (.failure(let error), .success(let got)):
+                    // The prefix was cut short and what follows completed a value (a quote closing a
+                    // string): that value, and no more, is what was found.
+                    #expect(!trailing.isEmpty && got.end > valueEnd, "\(error) vs \(got); \(context)")
+                    #expect(validateResult(Array(input[..<got.end])) == .success(got.kind), "\(context)")
+                case (.failure(let error), .failure(let other)):
+                    if trailing.isEmpty { #expect(error == other, "\(context)") }
+                }
+            }
+        }
+    }
 }

@@ -34,6 +34,10 @@ public final class SQLiteRelayStorage: RelayStorage, @unchecked Sendable {
             db = try Database(path: path, coalesceLogWrites: true)
             try RelaySchema.migrate(db)
             try db.execute("PRAGMA synchronous=\(synchronous == "NORMAL" ? "NORMAL" : "FULL"); PRAGMA foreign_keys=ON; PRAGMA cache_size=-\(max(2, cacheMiB) * 1024)")
+            // Each push runs in a savepoint (`commitGroup`), whose undo copy of every page it
+            // changes SQLite keeps in a temporary file by default, a write system call for each.
+            // In memory it is bounded by the pages of one push.
+            try db.execute("PRAGMA temp_store=MEMORY")
             // Commits sync the WAL only; the checkpointer copies it back off the push path.
             checkpointer = try Checkpointer(path: path) { try $0.execute("PRAGMA busy_timeout=5000") }
             logWatch = try LogWatch(db: db, checkpointer: checkpointer, maxBytes: maxLogBytes)

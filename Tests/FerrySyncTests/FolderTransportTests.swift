@@ -45,6 +45,36 @@ import Testing
         #expect(empty.envelopes.isEmpty && !empty.more && empty.cursor == got.cursor)
     }
 
+    /// Whether the device wrote a version before is read from its files by stream and stamp:
+    /// the same version again is a duplicate, and an older version of a stream it wrote newer
+    /// is taken and not written (the newer one wins on every reader), in one batch or across
+    /// pushes, reopens and compactions.
+    @Test mutating func anOlderVersionOfAStreamWrittenNewerIsTakenAndNotWritten() async throws {
+        let t = writer()
+        let old = FolderFixture.envelope(stream: 5, millis: 10, rng: &rng)
+        let new = FolderFixture.envelope(stream: 5, millis: 20, rng: &rng)
+        #expect(try await t.push([new]) == [.accepted])
+        #expect(try await t.push([old, new]) == [.accepted, .duplicate])
+        #expect(SyncTool.files(a.path) == ["seg-0000000000000001.fseg"])  // nothing new: no file
+        #expect(try await writer().push([old, new]) == [.accepted, .duplicate])  // reopened
+        // In one batch: the newer first, then the older, then the newer again.
+        let newer = FolderFixture.envelope(stream: 6, millis: 30, rng: &rng)
+        let older = FolderFixture.envelope(stream: 6, millis: 25, rng: &rng)
+        #expect(try await t.push([newer, older, newer]) == [.accepted, .accepted, .duplicate])
+        // Compacted into a snapshot, read by a transport opened after: the same answers.
+        let c = writer(maxSegments: 2)
+        let newest = FolderFixture.envelope(stream: 7, millis: 50, rng: &rng)
+        #expect(try await c.push([newest]) == [.accepted])  // a third segment: compacted
+        #expect(SyncTool.files(a.path) == ["snap-0000000000000003.fsnap"])
+        #expect(try await writer().push([old, new, older, newer, FolderFixture.envelope(stream: 7, millis: 40, rng: &rng), newest])
+                == [.accepted, .duplicate, .accepted, .duplicate, .accepted, .duplicate])
+        #expect(SyncTool.files(a.path) == ["snap-0000000000000003.fsnap"])
+
+        try SyncTool.mirror(from: a.path, to: b.path)
+        let got = try await reader().drain(from: nil)
+        #expect(got.envelopes.map(\.header.event).sorted() == [new, newer, newest].map(\.header.event).sorted())
+    }
+
     /// An envelope over the limit every device reads is that record's own rejection, with what
     /// to do; the envelopes around it are stored (as the engine expects of every transport).
     @Test mutating func anEnvelopeTooLargeIsRejectedAloneAndTheRestIsStored() async throws {

@@ -7,8 +7,6 @@ struct FolderOwnLog: Sendable {
     /// The identity of the directory the state was read from; another one (the folder was
     /// unmounted and came back, or was replaced) means the state must be read again.
     var directory: (device: UInt64, inode: UInt64)
-    /// Event ids of every envelope in this device's segments and snapshot.
-    var events: Set<EventID> = []
     /// The highest segment seq written or superseded; the next segment is `lastSeq + 1`. `load`
     /// sets it from the files; the transport then raises it to the highest seq it remembers
     /// using (`FolderWriterState.high`), so a seq is never used twice.
@@ -26,22 +24,39 @@ struct FolderOwnLog: Sendable {
     var liveBytes: UInt64 = 0
     var garbageBytes: UInt64 = 0
 
-    /// Accounts for one frame of `size` bytes holding an envelope with `header`.
-    /// One hash lookup in the usual case (a stream's first frame, or a newer one).
+    /// Accounts for one frame of `size` bytes holding an envelope with `header` that is in the
+    /// files already (an older version than its stream's newest counts as superseded).
     mutating func note(_ header: EnvelopeHeader, size: Int) {
+        if noteIfNewer(header, size: size) != .added { garbageBytes += UInt64(size) }
+    }
+
+    /// What `noteIfNewer` found.
+    enum Noted: Equatable {
+        /// The stream's newest version in the files now: the frame is to be written.
+        case added
+        /// The files hold this very version of the stream already.
+        case sameVersion
+        /// The files hold a newer version of the stream, which wins over this one on every
+        /// reader.
+        case olderVersion
+    }
+
+    /// Accounts for a frame about to be written, unless the files hold its stream at this stamp
+    /// or a greater one; nothing changes then. One hash lookup in the usual case (a stream's
+    /// first frame, or a newer one).
+    mutating func noteIfNewer(_ header: EnvelopeHeader, size: Int) -> Noted {
         guard let existing = streams.updateValue((header.stamp, UInt32(clamping: size)), forKey: header.stream) else {
             liveBytes += UInt64(size)
-            return
+            return .added
         }
         if existing.stamp >= header.stamp {
-            // An older version written after a newer one: the newer stays the stream's newest.
             streams[header.stream] = existing
-            garbageBytes += UInt64(size)
-            return
+            return existing.stamp == header.stamp ? .sameVersion : .olderVersion
         }
         garbageBytes += UInt64(existing.size)
         liveBytes -= UInt64(existing.size)
         liveBytes += UInt64(size)
+        return .added
     }
 
     var segmentBytes: UInt64 { segments.values.reduce(0, +) }
@@ -94,17 +109,14 @@ struct FolderOwnLog: Sendable {
         var toRead: [(String, FolderFileHeader.Kind, UInt64)] = segs.map { (FolderFileName.segmentName($0), .segment, $0) }
         if let snap = log.snapshot { toRead.insert((FolderFileName.snapshotName(snap.seq), .snapshot, snap.seq), at: 0) }
         for (name, kind, seq) in toRead {
-            var events: [EventID] = []
             var headers: [(EnvelopeHeader, Int)] = []
             var bad = 0
             let outcome = try FolderFileReader.scan(
                 path: dir + "/" + name, label: name, from: 0, expect: .init(kind: kind, owner: owner, device: device, seq: seq),
                 visit: {
-                    events.append($0.header.event)
                     headers.append(($0.header, Frame.headerSize + EnvelopeHeader.encodedSize + 4 + $0.body.count))
                     return true
                 }, unreadable: { _ in bad += 1 })
-            log.events.formUnion(events)
             for (header, size) in headers { log.note(header, size: size) }
             log.unreadable += bad
             let size = UInt64((try FolderIO.kind(of: dir + "/" + name))?.size ?? 0)

@@ -62,7 +62,6 @@ extension FolderTransport {
         try FolderIO.syncDirectory(ownDirectory)
         log.snapshot = (seq, UInt64(FolderFileHeader.encodedSize + body.count))
         log.segments = [:]
-        log.events = Set(kept.map(\.header.event))
         log.streams = [:]
         log.liveBytes = 0
         log.garbageBytes = 0

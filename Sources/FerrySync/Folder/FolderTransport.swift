@@ -103,7 +103,10 @@ public final class FolderTransport: Transport {
     public var blobsCanVanish: Bool { true }
 
     /// Writes the envelopes not stored yet as one new segment, durably, before answering.
-    /// Envelopes of another owner are `.rejected`; ones this device wrote before `.duplicate`.
+    /// Envelopes of another owner are `.rejected`; ones this device wrote before `.duplicate`
+    /// (by stream id and stamp: the event id is a keyed hash of the two). An envelope older
+    /// than a version of its stream that this device wrote is `.accepted` and not written, as a
+    /// relay answers it.
     /// Throws `.unavailable` when the folder is missing or not writable, and `.hostLostData`
     /// when files this device wrote and did not remove itself are gone from the folder (see
     /// `checkOwnFiles`): the engine then writes everything again. May compact afterwards; a
@@ -125,23 +128,28 @@ public final class FolderTransport: Transport {
                 outcomes.reserveCapacity(batch.count)
                 var body: [UInt8] = []
                 var fresh = 0
-                // The batch's new events go into the log's set as they are accepted (one lookup
-                // each, which also finds duplicates within the batch); a failure below drops
-                // `current` with them.
-                current.events.reserveCapacity(current.events.count + batch.count)
+                // The batch's new versions go into the log's stream table as they are accepted
+                // (one lookup each, which also finds duplicates within the batch); a failure
+                // below drops `current` with them.
+                current.streams.reserveCapacity(current.streams.count + batch.count)
                 for envelope in batch {
                     if envelope.header.owner != owner {
                         outcomes.append(.rejected("the envelope belongs to owner \(envelope.header.owner); the folder transport \(name) carries owner \(owner)"))
                     } else if envelope.body.count > Envelope.maxBodyBytes {
                         outcomes.append(.rejected("too large for \(name): the envelope's body of \(envelope.body.count) bytes exceeds the limit of "
                             + "\(Envelope.maxBodyBytes) that every device reads; make the record smaller"))
-                    } else if !current.events.insert(envelope.header.event).inserted {
-                        outcomes.append(.duplicate)
                     } else {
-                        Frame.append(envelope.encoded, to: &body)
-                        fresh += 1
-                        current.note(envelope.header, size: Frame.headerSize + EnvelopeHeader.encodedSize + 4 + envelope.body.count)
-                        outcomes.append(.accepted)
+                        switch current.noteIfNewer(envelope.header, size: Frame.headerSize + EnvelopeHeader.encodedSize + 4 + envelope.body.count) {
+                        case .added:
+                            Frame.append(envelope.encoded, to: &body)
+                            fresh += 1
+                            outcomes.append(.accepted)
+                        case .sameVersion:
+                            outcomes.append(.duplicate)
+                        case .olderVersion:
+                            // As a relay answers it: taken, and not kept (no reader would use it).
+                            outcomes.append(.accepted)
+                        }
                     }
                 }
                 guard fresh > 0 else {

@@ -197,7 +197,7 @@ import Testing
     }
 
     @Test func pushBodies() throws {
-        #expect(try PushRequest.parse(Array(#"{"events":["QQ==","x"]}"#.utf8), maxBytes: 1000) == ["QQ==", "x"])
+        #expect(try PushRequest.parse(Array(#"{"events":["QQ==","x"]}"#.utf8), maxBytes: 1000) == [[0x41], nil])
         #expect(try PushRequest.parse(Array(#"{"events":[]}"#.utf8), maxBytes: 1000) == [])
         for bad in ["", "[]", "{}", #"{"events":"x"}"#, #"{"events":[1]}"#, #"{"events":[],"x":1}"#, #"{"events":["#] {
             #expect(throws: RelayError.self, "\(bad)") { try PushRequest.parse(Array(bad.utf8), maxBytes: 1000) }
@@ -209,6 +209,51 @@ import Testing
         for cut in 0..<body.count {
             #expect(throws: RelayError.self) { try PushRequest.parse(Array(body[..<cut]), maxBytes: 1000) }
         }
+    }
+
+    /// A pull's answer, written straight to bytes, is what `HTTPResponse.json` makes of the
+    /// same page as JSON values.
+    @Test func eventPagesAreWrittenAsTheirJSONValues() {
+        let events: [[UInt8]] = [[], [0x41], [0x41, 0x42], [0x41, 0x42, 0x43], Array(0...255), [0xFF, 0xFE, 0xFD, 0xFC]]
+        for n in 0...events.count {
+            for (cursor, more) in [("0", false), ("123456789", true), ("q\"\\é", false)] {
+                let page = Array(events.prefix(n))
+                #expect(EventPageResponse.response(events: page, cursor: cursor, more: more) == .json(200, [
+                    "events": .array(page.map { .string(Base64.encode($0)) }), "cursor": .string(cursor), "more": .bool(more),
+                ]), "\(n) \(cursor) \(more)")
+            }
+        }
+    }
+
+    /// Events read in place give what the body parsed whole gives (the path taken when there
+    /// are escapes), and the same errors: for odd spacing, escapes, wrong shapes, and every cut.
+    @Test func pushBodiesReadInPlaceAgreeWithTheWholeParse() throws {
+        func whole(_ body: [UInt8]) -> Result<[[UInt8]?], RelayError> {
+            Result { () throws(RelayError) in try PushRequest.strings(body, maxBytes: 1 << 20).map { Base64.decode($0.utf8) } }
+        }
+        func inPlace(_ body: [UInt8]) -> Result<[[UInt8]?], RelayError> {
+            Result { () throws(RelayError) in try PushRequest.parse(body, maxBytes: 1 << 20) }
+        }
+        let bodies = [
+            #"{"events":["QQ==","QUI=","QUJD","",  "x", "QQ=", "Q===", "é", "QUJDRA=="]}"#,
+            " \t\r\n{ \n\"events\" \t:\r[ \"QQ==\" ,\n\"QUI=\"\t] \n} \n",
+            #"{"events":[]}"#, #"{ "events" : [ ] }"#,
+            #"{"events":["Q\u0051==","QUI\u003d"]}"#, #"{"\u0065vents":["QQ=="]}"#, #"{"events":["QQ==\n"]}"#,
+            #"{"events":["QQ\/="]}"#, "", "[]", "{}", "1", #""events""#, #"{"events":"x"}"#, #"{"events":{}}"#,
+            #"{"events":[1]}"#, #"{"events":["QQ==",null]}"#, #"{"events":[["QQ=="]]}"#, #"{"events":[],"x":1}"#,
+            #"{"x":[],"events":[]}"#, #"{"e\u0076":1,"events":[]}"#, #"{"events":[],"events":[]}"#, #"{"events":["#,
+        ]
+        for text in bodies {
+            let body = Array(text.utf8)
+            #expect(inPlace(body) == whole(body), "\(text)")
+            for cut in 0..<body.count {
+                let part = Array(body[..<cut])
+                #expect(inPlace(part) == whole(part), "\(text) cut at \(cut)")
+            }
+        }
+        let many = Array((#"{"events":["# + Array(repeating: #""QQ==""#, count: 2001).joined(separator: ",") + "]}").utf8)
+        #expect(inPlace(many) == .failure(.tooLarge("2001 events in one push; the limit is 2000")))
+        #expect(inPlace(many) == whole(many))
     }
 
     @Test func pairBodies() throws {

@@ -4,15 +4,15 @@ import FerrySync
 extension RelayService {
     /// `POST /v1/owners/{owner}/events`.
     func push(_ owner: OwnerID, body: RequestBody) throws(RelayError) -> HTTPResponse {
-        let strings = try PushRequest.parse(body.bytes, maxBytes: configuration.maxBodyBytes)
+        let decoded = try PushRequest.parse(body.bytes, maxBytes: configuration.maxBodyBytes)
         typealias Result = (event: EventID?, status: PushResults.Status, reason: String?)
-        var results = [Result](repeating: (nil, .rejected, nil), count: strings.count)
+        var results = [Result](repeating: (nil, .rejected, nil), count: decoded.count)
         var incoming: [IncomingEvent] = []
         var incomingIndex: [Int] = []
-        incoming.reserveCapacity(strings.count)
-        incomingIndex.reserveCapacity(strings.count)
-        for (i, text) in strings.enumerated() {
-            guard let bytes = Base64.decode(text.utf8) else {
+        incoming.reserveCapacity(decoded.count)
+        incomingIndex.reserveCapacity(decoded.count)
+        for (i, bytes) in decoded.enumerated() {
+            guard let bytes else {
                 results[i] = (nil, .rejected, "not base64 (standard alphabet, padded)")
                 continue
             }
@@ -46,7 +46,7 @@ extension RelayService {
                 }
             }
             if stored > 0 { hub.notify(owner) }
-            logger.debug("push", ["owner": owner.description, "events": String(strings.count), "stored": String(stored)])
+            logger.debug("push", ["owner": owner.description, "events": String(decoded.count), "stored": String(stored)])
         }
         var answer = PushResults(capacity: results.count)
         for r in results { answer.add(event: r.event, r.status, reason: r.reason) }
@@ -82,11 +82,7 @@ extension RelayService {
         if events.isEmpty, !page.more, params.waitSeconds > 0, ContinuousClock.now < deadline {
             return .wait(owner: owner, generation: generation, deadline: deadline, after: page.cursor)
         }
-        return .respond(.json(200, [
-            "events": .array(events.map { .string(Base64.encode($0)) }),
-            "cursor": .string(page.cursor.description),
-            "more": .bool(page.more),
-        ]))
+        return .respond(EventPageResponse.response(events: events, cursor: page.cursor.description, more: page.more))
     }
 }
 

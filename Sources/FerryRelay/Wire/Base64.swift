@@ -21,25 +21,41 @@ public enum Base64 {
     /// Decodes padded standard base64; nil for a wrong length, a character outside the
     /// alphabet, misplaced padding or non-zero padding bits.
     public static func decode<S: Collection<UInt8>>(_ text: S) -> [UInt8]? {
+        if let decoded = text.withContiguousStorageIfAvailable({ decode($0) }) { return decoded }
+        return Array(text).withUnsafeBufferPointer { decode($0) }
+    }
+
+    /// The same, reading the characters in place.
+    public static func decode(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         guard text.count % 4 == 0 else { return nil }
-        var body = Array(text)
+        var n = text.count
         var pad = 0
-        while pad < 2, body.last == UInt8(ascii: "=") { body.removeLast(); pad += 1 }
-        guard body.count % 4 != 1 else { return nil }
-        if pad > 0, body.count % 4 != 4 - pad { return nil }
-        return decode(body, values: standardValues)
+        while pad < 2, n > 0, text[n - 1] == UInt8(ascii: "=") { n -= 1; pad += 1 }
+        guard n % 4 != 1 else { return nil }
+        if pad > 0, n % 4 != 4 - pad { return nil }
+        return decode(UnsafeBufferPointer(rebasing: text[..<n]), values: standardValues)
     }
 
     /// Decodes URL-safe base64 without padding; nil for anything else.
     public static func decodeURL(_ text: String) -> [UInt8]? {
         let body = Array(text.utf8)
         guard body.count % 4 != 1 else { return nil }
-        return decode(body, values: urlValues)
+        return body.withUnsafeBufferPointer { decode($0, values: urlValues) }
+    }
+
+    /// Standard base64 with padding, appended to `out`.
+    public static func appendEncoded(_ bytes: [UInt8], to out: inout [UInt8]) {
+        append(bytes, alphabet: standard, pad: true, to: &out)
     }
 
     private static func encode(_ bytes: [UInt8], alphabet: [UInt8], pad: Bool) -> String {
         var out: [UInt8] = []
         out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        append(bytes, alphabet: alphabet, pad: pad, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func append(_ bytes: [UInt8], alphabet: [UInt8], pad: Bool, to out: inout [UInt8]) {
         var i = 0
         while i + 3 <= bytes.count {
             let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
@@ -55,21 +71,20 @@ public enum Base64 {
             if rest == 2 { out.append(alphabet[Int(n >> 6 & 63)]) } else if pad { out.append(UInt8(ascii: "=")) }
             if pad { out.append(UInt8(ascii: "=")) }
         }
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// Unpadded groups: a 2- or 3-character tail carries 1 or 2 bytes, whose unused bits must
     /// be zero (so each byte string has exactly one text form). Whole groups are decoded four
     /// characters at a time.
-    private static func decode(_ chars: [UInt8], values: [UInt8]) -> [UInt8]? {
-        let n = chars.count
+    private static func decode(_ c: UnsafeBufferPointer<UInt8>, values: [UInt8]) -> [UInt8]? {
+        let n = c.count
         let tail = n % 4
         guard tail != 1 else { return nil }
         let size = n / 4 * 3 + (tail == 0 ? 0 : tail - 1)
         var ok = true
         let out = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
             count = 0
-            chars.withUnsafeBufferPointer { c in
+            do {
                 values.withUnsafeBufferPointer { v in
                     var i = 0, o = 0
                     while i + 4 <= n {

@@ -1,4 +1,5 @@
 import FerryCrypto
+import FerrySync
 
 /// A bearer token: 32 random bytes written `fr1_` + unpadded base64url (47 characters). The relay
 /// keeps only its SHA-256 (`hash`); the text is shown once, when the token is made.

@@ -1,4 +1,5 @@
 import FerryJSON
+import FerrySync
 
 /// The body of a pull's answer, `{"cursor":"...","events":["<base64>",...],"more":bool}` (keys
 /// in that order, as `JSONWriter` sorts them), written straight to bytes: a page of 2,000

@@ -1,4 +1,5 @@
 import FerryJSON
+import FerrySync
 import Glibc
 
 /// The body of a push: `{"events": ["<base64>", ...]}`. Pure.

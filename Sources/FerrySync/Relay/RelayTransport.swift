@@ -102,7 +102,7 @@ public final class RelayTransport: Transport {
         for (i, envelope) in batch.enumerated() {
             if i > 0 { body.append(UInt8(ascii: ",")) }
             body.append(UInt8(ascii: "\""))
-            body.append(contentsOf: Data(envelope.encoded).base64EncodedData())
+            Base64.appendEncoded(envelope.encoded, to: &body)
             body.append(UInt8(ascii: "\""))
         }
         body.append(contentsOf: "]}".utf8)
@@ -155,11 +155,11 @@ public final class RelayTransport: Transport {
         var envelopes: [Envelope] = []
         var unreadable: [String] = []
         for item in items {
-            guard let text = item.stringValue, let data = Data(base64Encoded: text) else {
+            guard let text = item.stringValue, let bytes = Base64.decode(text.utf8) else {
                 unreadable.append("an event that is not base64")
                 continue
             }
-            do { envelopes.append(try Envelope.decode([UInt8](data))) } catch { unreadable.append("an event: \(error)") }
+            do { envelopes.append(try Envelope.decode(bytes)) } catch { unreadable.append("an event: \(error)") }
         }
         let more = parsed["more"]?.boolValue ?? false
         if !leavesOutOwn { ownEvents.withLock { $0.answered(cursor: next, more: more) } }

@@ -84,29 +84,27 @@ public enum Base64 {
         var ok = true
         let out = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
             count = 0
-            do {
-                values.withUnsafeBufferPointer { v in
-                    var i = 0, o = 0
-                    while i + 4 <= n {
-                        let a = v[Int(c[i])], b = v[Int(c[i + 1])], d2 = v[Int(c[i + 2])], d3 = v[Int(c[i + 3])]
-                        // Every value is below 64; 0xFF marks a character outside the alphabet.
-                        guard (a | b | d2 | d3) & 0xC0 == 0 else { ok = false; return }
-                        let word = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(d2) << 6 | UInt32(d3)
-                        buffer[o] = UInt8(truncatingIfNeeded: word >> 16)
-                        buffer[o + 1] = UInt8(truncatingIfNeeded: word >> 8)
-                        buffer[o + 2] = UInt8(truncatingIfNeeded: word)
-                        i += 4
-                        o += 3
-                    }
-                    if tail > 0 {
-                        let a = v[Int(c[i])], b = v[Int(c[i + 1])], d2 = tail == 3 ? v[Int(c[i + 2])] : 0
-                        guard (a | b | d2) & 0xC0 == 0 else { ok = false; return }
-                        let word = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(d2) << 6
-                        // The bits past the last whole byte must be zero.
-                        guard word & (tail == 2 ? 0xFFFF : 0xFF) == 0 else { ok = false; return }
-                        buffer[o] = UInt8(truncatingIfNeeded: word >> 16)
-                        if tail == 3 { buffer[o + 1] = UInt8(truncatingIfNeeded: word >> 8) }
-                    }
+            values.withUnsafeBufferPointer { v in
+                var i = 0, o = 0
+                while i + 4 <= n {
+                    let a = v[Int(c[i])], b = v[Int(c[i + 1])], d2 = v[Int(c[i + 2])], d3 = v[Int(c[i + 3])]
+                    // Every value is below 64; 0xFF marks a character outside the alphabet.
+                    guard (a | b | d2 | d3) & 0xC0 == 0 else { ok = false; return }
+                    let word = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(d2) << 6 | UInt32(d3)
+                    buffer[o] = UInt8(truncatingIfNeeded: word >> 16)
+                    buffer[o + 1] = UInt8(truncatingIfNeeded: word >> 8)
+                    buffer[o + 2] = UInt8(truncatingIfNeeded: word)
+                    i += 4
+                    o += 3
+                }
+                if tail > 0 {
+                    let a = v[Int(c[i])], b = v[Int(c[i + 1])], d2 = tail == 3 ? v[Int(c[i + 2])] : 0
+                    guard (a | b | d2) & 0xC0 == 0 else { ok = false; return }
+                    let word = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(d2) << 6
+                    // The bits past the last whole byte must be zero.
+                    guard word & (tail == 2 ? 0xFFFF : 0xFF) == 0 else { ok = false; return }
+                    buffer[o] = UInt8(truncatingIfNeeded: word >> 16)
+                    if tail == 3 { buffer[o + 1] = UInt8(truncatingIfNeeded: word >> 8) }
                 }
             }
             count = ok ? size : 0

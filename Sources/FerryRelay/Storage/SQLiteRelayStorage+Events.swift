@@ -68,8 +68,9 @@ extension SQLiteRelayStorage {
                 """)
             // One lookup by stream decides most events: a stream seen before holds this very
             // version (a duplicate: the event id is derived from stream and stamp), a newer one
-            // (superseded) or an older one (replaced). Only a replacement also checks the
-            // event id, before anything changes.
+            // (superseded, unless the event id is stored: a duplicate) or an older one
+            // (replaced, unless the event id is stored). Only a version that is not the stored
+            // one also checks the event id, before anything changes.
             for e in events {
                 byStream.bind(1, oid); byStream.bind(2, blob: e.stream.bytes)
                 if try byStream.step() {
@@ -77,15 +78,15 @@ extension SQLiteRelayStorage {
                     let stamp = byStream.bytes(1) ?? []
                     let size = byStream.int64(2)
                     byStream.resetKeepingBindings()
-                    if !stamp.lexicographicallyPrecedes(e.stampKey) {
-                        // Same stamp: the same version; either way the stored one stays current.
-                        outcomes.append(stamp == e.stampKey ? .duplicate : .superseded)
-                        continue
-                    }
+                    // Same stamp: the same version.
+                    if stamp == e.stampKey { outcomes.append(.duplicate); continue }
+                    // An event id stored already is a duplicate before anything else (as on
+                    // PostgreSQL), also when the stream holds a newer version.
                     byEvent.bind(1, oid); byEvent.bind(2, blob: e.event.bytes)
                     let known = try byEvent.step()
                     byEvent.resetKeepingBindings()
                     if known { outcomes.append(.duplicate); continue }
+                    if e.stampKey.lexicographicallyPrecedes(stamp) { outcomes.append(.superseded); continue }
                     replace.bind(1, nextSeq); replace.bind(2, blob: e.event.bytes); replace.bind(3, blob: e.stampKey)
                     replace.bind(4, e.deleted); replace.bind(5, now); replace.bind(6, blob: e.bytes); replace.bind(7, id)
                     try replace.run()

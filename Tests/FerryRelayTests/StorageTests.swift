@@ -84,7 +84,8 @@ import Testing
 
     /// Random batches mixing new streams, newer, equal and older versions of streams stored
     /// before or earlier in the batch, repeats, and event ids reused under other streams: each
-    /// event's outcome, the survivors and the usage are what taking the events one by one as
+    /// event's outcome, the survivors (pulled a few at a time, in the order they were stored),
+    /// the usage and the quota the batch needs are what taking the events one by one as
     /// relay.openapi.yaml says gives, on every backend. (SQLite answered an older version whose
     /// event id was stored `superseded`, PostgreSQL `duplicate`, until this test.)
     @Test(arguments: TestBackend.allCases) func randomBatchesGetTheDocumentedOutcomesOnEveryBackend(_ backend: TestBackend) throws {
@@ -98,6 +99,8 @@ import Testing
             #expect(try s.push(owner, events: known.map(TestEnvelopes.incoming), quotaBytes: 1 << 30, now: 1) == Array(repeating: .stored, count: 4))
             // What the relay holds, kept by the test: per stream its current version.
             var current: [StreamID: Envelope] = Dictionary(uniqueKeysWithValues: known.map { ($0.header.stream, $0) })
+            // When each stream's current version was stored: pulls give them in that order.
+            var storedAt: [StreamID: Int] = Dictionary(uniqueKeysWithValues: known.enumerated().map { ($1.header.stream, $0 - known.count) })
             var batch: [Envelope] = []
             for _ in 0..<40 {
                 let stream = streams[Int.random(in: 0..<streams.count, using: &rng)]
@@ -120,13 +123,31 @@ import Testing
                     expected.append(.superseded)
                 } else {
                     current[e.header.stream] = e
+                    storedAt[e.header.stream] = expected.count
                     expected.append(.stored)
                 }
             }
-            let got = try s.push(owner, events: batch.map(TestEnvelopes.incoming), quotaBytes: 1 << 30, now: 2)
+            // A quota one byte short of what the batch needs refuses all of it; exactly enough
+            // takes it.
+            let before = Int64(known.map(\.encoded.count).reduce(0, +))
+            let needed = Int64(current.values.map(\.encoded.count).reduce(0, +)) - before
+            if needed > 0 {
+                #expect(throws: RelayStorageError.quotaExceeded(quotaBytes: before + needed - 1, usedBytes: before, neededBytes: needed)) {
+                    try s.push(owner, events: batch.map(TestEnvelopes.incoming), quotaBytes: before + needed - 1, now: 2)
+                }
+                #expect(try s.usage(owner)!.eventBytes == before)
+            }
+            let got = try s.push(owner, events: batch.map(TestEnvelopes.incoming), quotaBytes: before + max(needed, 0), now: 2)
             #expect(got == expected, "round \(round): at \(zip(got, expected).enumerated().filter { $0.1.0 != $0.1.1 }.map { "\($0.0): \($0.1.0) for \($0.1.1)" })")
-            let page = try s.pull(owner, after: .start, limit: 1000, maxBytes: 1 << 24)
-            #expect(Set(page.events) == Set(current.values.map(\.encoded)), "round \(round)")
+            // Pulled three at a time, in the order they were stored.
+            var pulled: [[UInt8]] = [], cursor = Cursor.start
+            while true {
+                let page = try s.pull(owner, after: cursor, limit: 3, maxBytes: 1 << 24)
+                pulled += page.events
+                cursor = page.cursor
+                if !page.more { break }
+            }
+            #expect(pulled == current.values.sorted { storedAt[$0.header.stream]! < storedAt[$1.header.stream]! }.map(\.encoded), "round \(round)")
             let u = try s.usage(owner)!
             #expect(u.events == Int64(current.count) && u.eventBytes == Int64(current.values.map(\.encoded.count).reduce(0, +)), "round \(round)")
         }

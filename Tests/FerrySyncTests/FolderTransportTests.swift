@@ -75,6 +75,44 @@ import Testing
         #expect(got.envelopes.map(\.header.event).sorted() == [new, newer, newest].map(\.header.event).sorted())
     }
 
+    /// Random pushes of new streams, newer, equal and older versions and repeats, with the
+    /// writer reopened now and then and compacting every few segments: each outcome is what
+    /// the device's newest version per stream says, the folder holds no version it did not
+    /// write, and a reader of the whole folder ends with the newest version of every stream.
+    @Test mutating func randomPushesKeepTheNewestVersionOfEveryStream() async throws {
+        var pick = SplitMix64(seed: 11)
+        var t = writer(maxSegments: 3)
+        var newest: [StreamID: Envelope] = [:]
+        var written: Set<EventID> = []
+        for round in 0..<30 {
+            if Int.random(in: 0..<5, using: &pick) == 0 { t = writer(maxSegments: 3) }
+            var batch: [Envelope] = []
+            for _ in 0..<Int.random(in: 1...12, using: &pick) {
+                let stream = UInt64.random(in: 1...10, using: &pick)
+                batch.append(FolderFixture.envelope(stream: stream, millis: Int64.random(in: 0...40, using: &pick), rng: &rng))
+                if Bool.random(using: &pick) { batch.append(batch.randomElement(using: &pick)!) }
+            }
+            var expected: [PushOutcome] = []
+            for e in batch {
+                if let kept = newest[e.header.stream], kept.header.stamp >= e.header.stamp {
+                    expected.append(kept.header.stamp == e.header.stamp ? .duplicate : .accepted)
+                } else {
+                    newest[e.header.stream] = e
+                    written.insert(e.header.event)
+                    expected.append(.accepted)
+                }
+            }
+            #expect(try await t.push(batch) == expected, "round \(round)")
+        }
+        try SyncTool.mirror(from: a.path, to: b.path)
+        let got = try await reader().drain(from: nil)
+        #expect(got.unreadable.isEmpty)
+        #expect(got.envelopes.allSatisfy { written.contains($0.header.event) })
+        var read: [StreamID: Envelope] = [:]
+        for e in got.envelopes where read[e.header.stream].map({ $0.header.stamp < e.header.stamp }) ?? true { read[e.header.stream] = e }
+        #expect(read == newest)
+    }
+
     /// An envelope over the limit every device reads is that record's own rejection, with what
     /// to do; the envelopes around it are stored (as the engine expects of every transport).
     @Test mutating func anEnvelopeTooLargeIsRejectedAloneAndTheRestIsStored() async throws {

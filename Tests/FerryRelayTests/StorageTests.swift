@@ -154,16 +154,23 @@ import Testing
     }
 
     /// Readers pulling small pages from their own cursors while random batches replace
-    /// versions in place: once each has read to the end, it holds the newest version of every
-    /// stream, on every backend (a cursor stays good across compaction; nothing is skipped).
+    /// versions in place (tombstones among them) and tombstones past their retention are
+    /// dropped: once each reader has read to the end, it holds the newest version of every
+    /// stream still stored, and the drops and usage are the model's, on every backend (a cursor
+    /// stays good across compaction; nothing is skipped).
     @Test(arguments: TestBackend.allCases) func readersBetweenRandomPushesMissNoNewestVersion(_ backend: TestBackend) throws {
         var rng = SplitMix64(seed: 23)
         let s = try backend.makeStorage(in: dir)
+        var clock: Int64 = 100  // stored_at; every owner of the storage shares it
         for round in 0..<6 {
             let owner = TestEnvelopes.owner()
             try s.createOwner(owner, quotaBytes: nil, now: 1)
             let streams = (0..<12).map { _ in TestEnvelopes.stream() }
-            var current: [StreamID: Envelope] = [:]
+            // The newest version of each stream still stored, and when it was stored.
+            var current: [StreamID: (envelope: Envelope, at: Int64)] = [:]
+            // Streams whose tombstone went: a reader that had it keeps it, while an older
+            // version pushed after the drop is stored again (what the retention allows).
+            var dropped: Set<StreamID> = []
             var readers = [(cursor: Cursor, seen: [StreamID: Envelope])](repeating: (.start, [:]), count: 3)
             func read(_ r: Int, limit: Int) throws -> Bool {
                 let page = try s.pull(owner, after: readers[r].cursor, limit: limit, maxBytes: 1 << 20)
@@ -174,24 +181,39 @@ import Testing
                 readers[r].cursor = page.cursor
                 return page.more
             }
-            for _ in 0..<60 {
-                if Bool.random(using: &rng) {
+            for _ in 0..<80 {
+                clock += 1
+                switch Int.random(in: 0..<10, using: &rng) {
+                case 0..<5:
                     let batch = (0..<Int.random(in: 1...8, using: &rng)).map { _ in
                         TestEnvelopes.make(owner: owner, stream: streams[Int.random(in: 0..<streams.count, using: &rng)],
-                                           millis: Int64.random(in: 0...60, using: &rng) * 100)
+                                           millis: Int64.random(in: 0...60, using: &rng) * 100, deleted: Int.random(in: 0..<4, using: &rng) == 0)
                     }
-                    _ = try s.push(owner, events: batch.map(TestEnvelopes.incoming), quotaBytes: 1 << 30, now: 2)
-                    for e in batch where current[e.header.stream].map({ $0.header.stamp < e.header.stamp }) ?? true {
-                        current[e.header.stream] = e
+                    _ = try s.push(owner, events: batch.map(TestEnvelopes.incoming), quotaBytes: 1 << 30, now: clock)
+                    for e in batch where current[e.header.stream].map({ $0.envelope.header.stamp < e.header.stamp }) ?? true {
+                        current[e.header.stream] = (e, clock)
                     }
-                } else {
+                case 5:
+                    let cutoff = clock - 10
+                    let gone = current.filter { $0.value.envelope.header.deleted && $0.value.at < cutoff }.map(\.key)
+                    #expect(try s.dropTombstones(storedBefore: cutoff) == gone.count, "round \(round)")
+                    for stream in gone { current[stream] = nil }
+                    dropped.formUnion(gone)
+                default:
                     _ = try read(Int.random(in: 0..<readers.count, using: &rng), limit: Int.random(in: 1...4, using: &rng))
                 }
             }
             for r in readers.indices {
                 while try read(r, limit: 3) {}
-                #expect(readers[r].seen.mapValues(\.encoded) == current.mapValues(\.encoded), "round \(round), reader \(r)")
+                let kept = current.filter { !dropped.contains($0.key) }
+                #expect(readers[r].seen.filter { kept[$0.key] != nil }.mapValues(\.encoded) == kept.mapValues(\.envelope.encoded),
+                        "round \(round), reader \(r)")
             }
+            let u = try s.usage(owner)!
+            #expect(u.events == Int64(current.count) && u.eventBytes == Int64(current.values.map(\.envelope.encoded.count).reduce(0, +)),
+                    "round \(round)")
+            // Dropping goes across owners: the next round starts with none of this one's left.
+            #expect(try s.dropTombstones(storedBefore: clock + 1) == current.values.filter(\.envelope.header.deleted).count)
         }
     }
 

@@ -2,6 +2,7 @@ import FerryRelay
 import FerrySync
 import FerryTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 /// `RelayStorage`'s promises, checked on every backend (the same test on SQLite and PostgreSQL).
@@ -214,6 +215,35 @@ import Testing
                     "round \(round)")
             // Dropping goes across owners: the next round starts with none of this one's left.
             #expect(try s.dropTombstones(storedBefore: clock + 1) == current.values.filter(\.envelope.header.deleted).count)
+        }
+    }
+
+    /// Pushes from many threads at once, every other one over its quota, commit together in
+    /// groups: each is taken or refused as if alone (a refused one stores nothing, the others
+    /// all of theirs), on every backend.
+    @Test(arguments: TestBackend.allCases) func concurrentPushesOverQuotaFailAloneInTheirGroup(_ backend: TestBackend) throws {
+        let s = try backend.makeStorage(in: dir)
+        let owners = (0..<12).map { _ in TestEnvelopes.owner() }
+        for o in owners { try s.createOwner(o, quotaBytes: nil, now: 1) }
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: owners.count) { t in
+            for round in 0..<15 {
+                let batch = (0..<5).map { _ in TestEnvelopes.make(owner: owners[t], stream: TestEnvelopes.stream(), millis: 1000 + Int64(round)) }
+                do {
+                    let outcomes = try s.push(owners[t], events: batch.map(TestEnvelopes.incoming), quotaBytes: t % 2 == 0 ? 1 << 30 : 10, now: 2)
+                    if t % 2 == 1 || outcomes != Array(repeating: .stored, count: 5) { failures.withLock { $0.append("\(t): \(outcomes)") } }
+                } catch {
+                    guard t % 2 == 1, let refusal = error as? RelayStorageError, case .quotaExceeded = refusal else {
+                        failures.withLock { $0.append("\(t): \(error)") }
+                        continue
+                    }
+                }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        for (t, o) in owners.enumerated() {
+            #expect(try s.usage(o)!.events == (t % 2 == 0 ? 75 : 0))
+            #expect(try s.pull(o, after: .start, limit: 100, maxBytes: 1 << 24).events.count == (t % 2 == 0 ? 75 : 0))
         }
     }
 

@@ -35,7 +35,12 @@ public struct HTTPResponse: Sendable, Equatable {
 
     /// A JSON body with `Content-Type: application/json`.
     public static func json(_ status: Int, _ value: JSONValue, headers: [(String, String)] = []) -> HTTPResponse {
-        var bytes = JSONWriter.serialize(value)
+        json(status, serialized: JSONWriter.serialize(value), headers: headers)
+    }
+
+    /// The same for a body already written as JSON text (a newline is added, as above).
+    static func json(_ status: Int, serialized: consuming [UInt8], headers: [(String, String)] = []) -> HTTPResponse {
+        var bytes = serialized
         bytes.append(10)
         return HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: .bytes(bytes))
     }

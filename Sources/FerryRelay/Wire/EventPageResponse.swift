@@ -8,7 +8,7 @@ enum EventPageResponse {
     /// Status 200 with the page's body and a newline, as `HTTPResponse.json` writes them.
     static func response(events: [[UInt8]], cursor: String, more: Bool) -> HTTPResponse {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(48 + cursor.utf8.count + events.reduce(0) { $0 + ($1.count + 2) / 3 * 4 + 3 })
+        bytes.reserveCapacity(49 + cursor.utf8.count + events.reduce(0) { $0 + ($1.count + 2) / 3 * 4 + 3 })
         JSONWriter.appendRaw(#"{"cursor":"#, to: &bytes)
         JSONWriter.appendString(cursor, to: &bytes)
         JSONWriter.appendRaw(#","events":["#, to: &bytes)
@@ -19,7 +19,6 @@ enum EventPageResponse {
             bytes.append(UInt8(ascii: "\""))
         }
         JSONWriter.appendRaw(more ? #"],"more":true}"# : #"],"more":false}"#, to: &bytes)
-        bytes.append(10)
-        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: .bytes(bytes))
+        return .json(200, serialized: bytes)
     }
 }

@@ -44,7 +44,7 @@ public enum PushRequest {
             return start..<end
         }
         skipSpace()
-        guard b[i] == UInt8(ascii: "{") else { throw WireJSON.shape("the body must be a JSON object") }
+        guard b[i] == UInt8(ascii: "{") else { throw notAnObject }
         i += 1
         skipSpace()
         var events: [Range<Int>]?
@@ -53,18 +53,17 @@ public enum PushRequest {
         while b[i] == UInt8(ascii: "\"") {
             guard let key = string() else { return nil }
             guard b[key].elementsEqual("events".utf8) else {
-                let name = String(decoding: UnsafeBufferPointer(rebasing: b[key]), as: UTF8.self)
-                throw WireJSON.shape("unknown member \"\(name.prefix(40))\"; the body is {\"events\": [...]}")
+                throw unknownMember(String(decoding: UnsafeBufferPointer(rebasing: b[key]), as: UTF8.self))
             }
             skipSpace()
             i += 1  // the colon
             skipSpace()
-            guard b[i] == UInt8(ascii: "[") else { throw WireJSON.shape("\"events\" must be an array of base64 strings") }
+            guard b[i] == UInt8(ascii: "[") else { throw notAnArray }
             i += 1
             skipSpace()
             var list: [Range<Int>] = []
             while b[i] != UInt8(ascii: "]") {
-                guard b[i] == UInt8(ascii: "\"") else { throw WireJSON.shape("events[\(list.count)] must be a base64 string") }
+                guard b[i] == UInt8(ascii: "\"") else { throw notAString(list.count) }
                 guard let text = string() else { return nil }
                 list.append(text)
                 skipSpace()
@@ -75,29 +74,35 @@ public enum PushRequest {
             skipSpace()
             if b[i] == UInt8(ascii: ",") { i += 1; skipSpace() }
         }
-        guard let events else { throw WireJSON.shape("\"events\" must be an array of base64 strings") }
+        guard let events else { throw notAnArray }
         return events
     }
 
     /// The events as strings, from the body parsed whole (`parse` when there are escapes).
     static func strings(_ bytes: [UInt8], maxBytes: Int) throws(RelayError) -> [String] {
         let value = try WireJSON.parseObject(bytes, maxBytes: maxBytes)
-        guard let object = value.objectValue else { throw WireJSON.shape("the body must be a JSON object") }
-        for key in object.keys where key != "events" {
-            throw WireJSON.shape("unknown member \"\(key.prefix(40))\"; the body is {\"events\": [...]}")
-        }
+        guard let object = value.objectValue else { throw notAnObject }
+        for key in object.keys where key != "events" { throw unknownMember(key) }
         guard let events = object["events"]?.arrayValue else {
-            throw WireJSON.shape("\"events\" must be an array of base64 strings")
+            throw notAnArray
         }
         try checkCount(events.count)
         var out: [String] = []
         out.reserveCapacity(events.count)
         for (i, e) in events.enumerated() {
-            guard let s = e.stringValue else { throw WireJSON.shape("events[\(i)] must be a base64 string") }
+            guard let s = e.stringValue else { throw notAString(i) }
             out.append(s)
         }
         return out
     }
+
+    // The shape errors, the same on both paths.
+    private static func unknownMember(_ name: String) -> RelayError {
+        WireJSON.shape("unknown member \"\(name.prefix(40))\"; the body is {\"events\": [...]}")
+    }
+    private static let notAnObject = WireJSON.shape("the body must be a JSON object")
+    private static let notAnArray = WireJSON.shape("\"events\" must be an array of base64 strings")
+    private static func notAString(_ index: Int) -> RelayError { WireJSON.shape("events[\(index)] must be a base64 string") }
 
     private static func checkCount(_ count: Int) throws(RelayError) {
         guard count <= RelayConfiguration.maxEventsPerPush else {

@@ -41,7 +41,7 @@ struct PushResults {
     /// The answer: status 200, the body and a newline, as `HTTPResponse.json` writes them.
     func response() -> HTTPResponse {
         var body = bytes
-        body.append(contentsOf: "]}\n".utf8)
-        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: .bytes(body))
+        body.append(contentsOf: "]}".utf8)
+        return .json(200, serialized: body)
     }
 }

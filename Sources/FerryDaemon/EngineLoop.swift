@@ -38,12 +38,25 @@ final class EngineLoop: Sendable {
 
     /// STATUS= text: the engine's state and what waits to be sent, for example "idle, nothing
     /// pending", "backoff, 3 changes pending" or "idle, nothing pending, 2 changes in spaces
-    /// with no transport".
+    /// with no transport"; a count past the outbox counts' limit is "more than 100,000 changes".
     static func status(state: String, outbox: OutboxCounts) -> String {
-        func changes(_ n: Int) -> String { "\(n) change\(n == 1 ? "" : "s")" }
+        func changes(_ n: Int) -> String {
+            n > outbox.limit ? "more than \(grouped(outbox.limit)) changes" : "\(grouped(n)) change\(n == 1 ? "" : "s")"
+        }
         var text = state + (outbox.pending == 0 ? ", nothing pending" : ", \(changes(outbox.pending)) pending")
         if outbox.withoutTransport > 0 { text += ", \(changes(outbox.withoutTransport)) in spaces with no transport" }
         return text
+    }
+
+    /// `n` with its digits in groups of three: 100,000.
+    static func grouped(_ n: Int) -> String {
+        let digits = Array(String(n.magnitude))
+        var out = n < 0 ? "-" : ""
+        for (i, d) in digits.enumerated() {
+            if i > 0, (digits.count - i) % 3 == 0 { out.append(",") }
+            out.append(d)
+        }
+        return out
     }
 
     /// The least time from one turn's end to the next turn.

@@ -119,16 +119,24 @@ public struct StoreStats: Sendable, Hashable {
     public var attachmentBytes: Int64
 }
 
-/// What the outbox holds, counted from the outbox alone (never the records), for a figure kept
-/// current while writes go on: systemd's STATUS=.
+/// What the outbox holds, for a figure kept current while writes go on: systemd's STATUS=.
+///
+/// Each count stops one past `limit`, so that counting costs the same on a store of millions of
+/// changes as on one of a hundred thousand: a count above `limit` means "more than `limit`".
 public struct OutboxCounts: Sendable, Hashable {
-    /// Entries some transport still has to take.
-    public var pending: Int
-    /// Entries of spaces with no transport (kept for the first one added).
-    public var withoutTransport: Int
+    /// Where counting stops unless told otherwise.
+    public static let defaultLimit = 100_000
 
-    public init(pending: Int, withoutTransport: Int) {
+    /// Entries some transport still has to take (at most `limit + 1`).
+    public var pending: Int
+    /// Entries of spaces with no transport, kept for the first one added (at most `limit + 1`).
+    public var withoutTransport: Int
+    /// A count above this is "more than `limit`".
+    public var limit: Int
+
+    public init(pending: Int, withoutTransport: Int, limit: Int = OutboxCounts.defaultLimit) {
         self.pending = pending
         self.withoutTransport = withoutTransport
+        self.limit = limit
     }
 }

@@ -7,7 +7,7 @@ extension Store {
     public func stats() throws(FerryError) -> StoreStats {
         try read("counting", slow: true) { db in
             func count(_ sql: String) throws -> Int64 { try db.scalarInt(sql) ?? 0 }
-            let counts = try Self.outboxCounts(in: db)
+            let counts = try Self.outboxCounts(in: db, limit: .max)
             return StoreStats(
                 records: Int(try count("SELECT count(*) FROM records WHERE deleted = 0")),
                 tombstones: Int(try count("SELECT count(*) FROM records WHERE deleted = 1")),
@@ -21,16 +21,19 @@ extension Store {
     }
 
     /// The outbox's counts alone, cheap enough for a status line however large the store or
-    /// the backlog: a count of change-log rows by seq, never a check of each.
-    public func outboxCounts() throws(FerryError) -> OutboxCounts {
-        try read("counting the outbox", slow: true) { db in try Self.outboxCounts(in: db) }
+    /// the backlog: change-log rows by seq (never a check of each), and each count stops past
+    /// `limit` (about 6 ms for 100,000; a count of a million took 45).
+    public func outboxCounts(limit: Int = OutboxCounts.defaultLimit) throws(FerryError) -> OutboxCounts {
+        try read("counting the outbox", slow: true) { db in try Self.outboxCounts(in: db, limit: limit) }
     }
 
     /// `pending`: per space with transports, the changes after its slowest transport's cursor.
     /// That is what that transport needs, plus, for moments, changes it will skip (ones it
     /// delivered itself, read past by its next push). `withoutTransport`: every change of the
-    /// spaces with no transport.
-    private static func outboxCounts(in db: Database) throws -> OutboxCounts {
+    /// spaces with no transport. Each stops at `limit + 1` (`.max`: exact).
+    private static func outboxCounts(in db: Database, limit: Int) throws -> OutboxCounts {
+        // Rows still to count before a count is past the limit (-1: no LIMIT).
+        func room(_ counted: Int64) -> Int64 { limit == .max ? -1 : Int64(limit) + 1 - counted }
         var lowest: [Int64: Int64] = [:]
         let cursors = try db.cached("SELECT s.sid, min(t.sent) FROM spaces s LEFT JOIN transports t ON t.sid = s.sid GROUP BY s.sid")
         defer { cursors.reset() }
@@ -38,23 +41,23 @@ extension Store {
         while try cursors.step() {
             if cursors.isNull(1) { bare.append(cursors.int64(0)) } else { lowest[cursors.int64(0)] = cursors.int64(1) }
         }
-        let after = try db.cached("SELECT count(*) FROM changes WHERE seq > ? AND sid = ?")
+        let after = try db.cached("SELECT count(*) FROM (SELECT 1 FROM changes WHERE seq > ? AND sid = ? LIMIT ?)")
         defer { after.reset() }
         var pending: Int64 = 0, orphaned: Int64 = 0
-        for (sid, low) in lowest {
+        for (sid, low) in lowest where room(pending) != 0 {
             after.reset()
-            after.bind(1, low); after.bind(2, sid)
+            after.bind(1, low); after.bind(2, sid); after.bind(3, room(pending))
             if try after.step() { pending += after.int64(0) }
         }
         // One change-log row per record: a space's records, counted on its key index.
-        let records = try db.cached("SELECT count(*) FROM records WHERE sid = ?")
+        let records = try db.cached("SELECT count(*) FROM (SELECT 1 FROM records WHERE sid = ? LIMIT ?)")
         defer { records.reset() }
-        for sid in bare {
+        for sid in bare where room(orphaned) != 0 {
             records.reset()
-            records.bind(1, sid)
+            records.bind(1, sid); records.bind(2, room(orphaned))
             if try records.step() { orphaned += records.int64(0) }
         }
-        return OutboxCounts(pending: Int(pending), withoutTransport: Int(orphaned))
+        return OutboxCounts(pending: Int(pending), withoutTransport: Int(orphaned), limit: limit)
     }
 
     /// A SHA-256 over every record of the given spaces (all when nil), in key order: equal on two

@@ -275,6 +275,18 @@ import Testing
         #expect(EngineLoop.status(state: "idle", outbox: OutboxCounts(pending: 0, withoutTransport: 1))
             == "idle, nothing pending, 1 change in spaces with no transport")
     }
+
+    /// Counts past the outbox counts' limit read as "more than" the limit; figures are grouped.
+    @Test func systemdStatusSaysMoreThanTheLimitPastIt() {
+        #expect(EngineLoop.status(state: "syncing", outbox: OutboxCounts(pending: 100_001, withoutTransport: 0))
+            == "syncing, more than 100,000 changes pending")
+        #expect(EngineLoop.status(state: "idle", outbox: OutboxCounts(pending: 100_000, withoutTransport: 1_234))
+            == "idle, 100,000 changes pending, 1,234 changes in spaces with no transport")
+        #expect(EngineLoop.status(state: "idle", outbox: OutboxCounts(pending: 0, withoutTransport: 6, limit: 5))
+            == "idle, nothing pending, more than 5 changes in spaces with no transport")
+        #expect([0, 7, 999, 1_000, 65_536, 1_234_567, -4_321].map(EngineLoop.grouped)
+            == ["0", "7", "999", "1,000", "65,536", "1,234,567", "-4,321"])
+    }
 }
 
 /// The highest `MaxPayloadBytes` still syncs: a record that large, with the most attachments,

@@ -390,6 +390,29 @@ func record(_ store: Store, _ transport: String, _ page: Store.PendingPage, spac
         #expect(try store.stats().outbox == 3)
     }
 
+    /// Counting stops one past the limit, summed over the spaces: a status line costs the same
+    /// whatever the size of the store or the backlog. `stats()` still counts everything.
+    @Test func outboxCountsStopOnePastTheirLimit() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        for i in 0..<7 { try store.put(entity: "n", id: "p\(i)", payload: "{}") }
+        for name in ["team", "club"] {
+            try store.createSpace(name: name)
+            try store.addTransport(space: name, name: "\(name)-folder", kind: "folder")
+            for i in 0..<3 { try store.put(space: name, entity: "n", id: "\(name)\(i)", payload: "{}") }
+        }
+        #expect(try store.outboxCounts() == OutboxCounts(pending: 6, withoutTransport: 7))
+        #expect(try store.outboxCounts(limit: 7) == OutboxCounts(pending: 6, withoutTransport: 7, limit: 7))
+        #expect(try store.outboxCounts(limit: 6) == OutboxCounts(pending: 6, withoutTransport: 7, limit: 6))
+        #expect(try store.outboxCounts(limit: 4) == OutboxCounts(pending: 5, withoutTransport: 5, limit: 4))
+        #expect(try store.outboxCounts(limit: 2) == OutboxCounts(pending: 3, withoutTransport: 3, limit: 2))
+        #expect(try store.outboxCounts(limit: 0) == OutboxCounts(pending: 1, withoutTransport: 1, limit: 0))
+        try pushAll(store, "team-folder", space: "team")
+        #expect(try store.outboxCounts(limit: 2) == OutboxCounts(pending: 3, withoutTransport: 3, limit: 2))
+        #expect(try store.outboxCounts(limit: 3) == OutboxCounts(pending: 3, withoutTransport: 4, limit: 3))
+        #expect(try store.stats().outbox == 10)
+    }
+
     @Test func withoutTransportsEntriesWaitForTheFirstOne() throws {
         let dir = TempDir()
         let store = try makeStore(dir)

@@ -15,7 +15,26 @@ public final class Checkpointer: @unchecked Sendable {
     private let wake = DispatchSemaphore(value: 0)
     private let lock = NSLock()
     private var stopping = false
+    private var progress = Pass(logged: 0, copied: 0)
+    /// Held for each pass, and by `withPassesHeld`.
+    private let passLock = NSLock()
     private let finished = DispatchSemaphore(value: 0)
+
+    /// What a checkpoint found: the frames in the log and how many of them are in the database.
+    public struct Pass: Sendable, Equatable {
+        public var logged: Int
+        public var copied: Int
+        public init(logged: Int, copied: Int) { self.logged = logged; self.copied = copied }
+    }
+
+    /// The last checkpoint's finding (zeros before the first). It may be of a log that has
+    /// been started over since: `logged` is then more than the log now holds, or (a log that
+    /// grew past it again) a reason to start the log over that is only a guess, never a wrong
+    /// one, since starting over is always safe.
+    public var lastPass: Pass {
+        lock.lock(); defer { lock.unlock() }
+        return progress
+    }
 
     /// Opens its own connection to the database at `path` (`configure` sets it up, e.g. a busy
     /// timeout) and starts the thread.
@@ -29,6 +48,16 @@ public final class Checkpointer: @unchecked Sendable {
 
     /// Asks for a checkpoint soon (called by the writer after commits).
     public func nudge() { wake.signal() }
+
+    /// Runs `body` (the writer's own checkpoint: `LogWatch`) with no pass under way and none
+    /// starting until it returns: a checkpoint meeting one of this thread's is refused at once
+    /// (SQLITE_BUSY). When a pass is under way, `wait` waits for it to end (a pass never waits
+    /// for anything, so for one pass at most); otherwise this returns nil without running `body`.
+    public func withPassesHeld<T>(wait: Bool, _ body: () throws -> T) rethrows -> T? {
+        if wait { passLock.lock() } else if !passLock.try() { return nil }
+        defer { passLock.unlock() }
+        return try body()
+    }
 
     /// Stops the thread after a last checkpoint.
     public func stop() {
@@ -61,11 +90,15 @@ public final class Checkpointer: @unchecked Sendable {
     /// Runs a PASSIVE checkpoint; true when it copied the whole log, false when readers or a
     /// writer kept frames from it or it failed (it is then tried again a second later).
     private func checkpoint() -> Bool {
+        passLock.lock(); defer { passLock.unlock() }
         guard let statement = try? db.prepare("PRAGMA wal_checkpoint(PASSIVE)"), (try? statement.step()) == true else {
             return false
         }
         // (busy, frames in the log, frames checkpointed)
         let logged = statement.int64(1), copied = statement.int64(2)
+        lock.lock()
+        progress = Pass(logged: Int(max(0, logged)), copied: Int(max(0, copied)))
+        lock.unlock()
         return logged <= 0 || copied >= logged
     }
 }

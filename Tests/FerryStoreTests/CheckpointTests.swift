@@ -37,4 +37,82 @@ import Testing
         #expect(try await eventually(.seconds(30)) { size(file) > before + (1 << 20) },
                 "the database file stayed at \(size(file)) bytes (from \(before)); the log at \(size(file + "-wal"))")
     }
+
+    /// A write connection with a `LogWatch` of a 1 MiB limit (256 pages) and a tail of 16 pages;
+    /// each `commit` logs about 7 pages.
+    private struct Writer {
+        let db: Database
+        let checkpointer: Checkpointer
+        let watch: LogWatch
+        let insert: Statement
+
+        init(_ dir: TempDir) throws {
+            let path = dir.path + "/log.db"
+            db = try Database(path: path)
+            try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; CREATE TABLE t (body BLOB NOT NULL)")
+            checkpointer = try Checkpointer(path: path) { try $0.execute("PRAGMA busy_timeout = 5000") }
+            watch = try LogWatch(db: db, checkpointer: checkpointer, maxBytes: 1 << 20, restartTailPages: 16)
+            insert = try db.prepare("INSERT INTO t (body) VALUES (?)")
+        }
+
+        func commit() throws {
+            try db.transaction {
+                for _ in 0..<6 {
+                    insert.bind(1, blob: [UInt8](repeating: 7, count: 3000))
+                    try insert.run()
+                }
+            }
+            watch.afterCommit()
+        }
+
+        /// Commits until the log is started over; the most pages it held.
+        func commitUntilRestart() throws -> Int {
+            var largest = watch.pages
+            for _ in 0..<10_000 {
+                let before = watch.pages
+                try commit()
+                if watch.pages < before { return largest }
+                largest = max(largest, watch.pages)
+            }
+            Issue.record("the log was never started over (\(watch.pages) pages)")
+            return largest
+        }
+    }
+
+    /// Past its limit the log is started over by the writer only once the checkpointer has
+    /// copied all but a small tail of it: the restart then copies (and syncs) little on the
+    /// writer's thread, where it held every write up.
+    @Test func theWriterStartsTheLogOverOnceTheCheckpointerHasCaughtUp() async throws {
+        let dir = TempDir()
+        let writer = try Writer(dir)
+        defer { writer.checkpointer.stop() }
+        for _ in 0..<3 {
+            // Past the limit with the checkpointer behind: the log goes on.
+            while writer.watch.pages <= 256 { try writer.commit() }
+            // Once it has copied the log up to the last commit, the next commit starts it over.
+            let pages = writer.watch.pages
+            writer.checkpointer.nudge()
+            #expect(try await eventually(.seconds(30)) { writer.checkpointer.lastPass == Checkpointer.Pass(logged: pages, copied: pages) },
+                    "the checkpointer's last pass: \(writer.checkpointer.lastPass), the log: \(pages) pages")
+            try writer.commit()
+            #expect(writer.watch.pages < pages, "the log was not started over: \(writer.watch.pages) pages")
+        }
+        #expect(try writer.db.scalarInt("SELECT count(*) FROM t") ?? 0 > 0)
+    }
+
+    /// With a checkpointer that does not keep up (here: stopped), the writer starts the log over
+    /// itself once it is half as big again as the limit: the log stays bounded.
+    @Test func theLogStaysBoundedWhenTheCheckpointerFallsBehind() throws {
+        let dir = TempDir()
+        let writer = try Writer(dir)
+        writer.checkpointer.stop()
+        var rows = 0
+        for _ in 0..<3 {
+            let largest = try writer.commitUntilRestart()
+            // Started over after the first commit past 384 pages (a commit logs fewer than 16).
+            #expect(largest > 384 && largest < 384 + 16, "the log held \(largest) pages before it was started over")
+            rows = try Int(writer.db.scalarInt("SELECT count(*) FROM t") ?? 0)
+        }
+        #expect(rows > 3 * 256 / 7 * 6)
+    }
 }

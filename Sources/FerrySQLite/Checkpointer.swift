@@ -8,8 +8,9 @@ import Foundation
 /// signals that pages were committed, and then once a second until a checkpoint finds nothing
 /// left to copy; an idle database costs it no wake-ups. The thread runs at nice 10, below the
 /// threads that answer clients (measured: fewer late Watch deliveries). Owns its connection;
-/// `@unchecked Sendable` because `db` is used only by that thread, and `stopping` and the
-/// semaphores are thread-safe.
+/// `@unchecked Sendable` because `db` is used only by that thread, `stopping` and the last
+/// pass's figures are guarded by `lock`, and the semaphores and `passLock` (which keeps a pass
+/// and the writer's own checkpoint apart) are thread-safe.
 public final class Checkpointer: @unchecked Sendable {
     private let db: Database
     private let wake = DispatchSemaphore(value: 0)

@@ -24,7 +24,7 @@ extension Store {
     /// the backlog: change-log rows by seq (never a check of each), and each count stops past
     /// `limit` (about 6 ms for 100,000; a count of a million took 45).
     public func outboxCounts(limit: Int = OutboxCounts.defaultLimit) throws(FerryError) -> OutboxCounts {
-        try read("counting the outbox", slow: true) { db in try Self.outboxCounts(in: db, limit: limit) }
+        try read("counting the outbox", slow: true) { db in try Self.outboxCounts(in: db, limit: max(0, limit)) }
     }
 
     /// `pending`: per space with transports, the changes after its slowest transport's cursor.

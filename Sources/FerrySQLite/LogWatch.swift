@@ -76,25 +76,26 @@ public final class LogWatch {
     /// later commit.
     public func afterCommit() {
         guard pages > maxPages else { return }
+        guard let checkpointer else { return restart() }
         let overdue = pages > maxPages + maxPages / 2
-        if let checkpointer, !overdue {
+        if !overdue {
             let last = checkpointer.lastPass
             if last.logged > pages || pages - last.copied > tailPages {
-                // Not copied far enough yet: ask for another pass (once per tail's worth of
+                // Not copied far enough yet: ask for another pass (once per `nudgeSpacing`
                 // pages, not at every commit).
-                if pages - pagesAtNudge >= nudgeSpacing || pagesAtNudge > pages {
+                if pages - pagesAtNudge >= nudgeSpacing {
                     pagesAtNudge = pages
                     checkpointer.nudge()
                 }
                 return
             }
         }
-        if let checkpointer {
-            // Caught up, it restarts unless a pass is under way (then after a later commit); past
-            // one and a half times the limit, it waits for that pass.
-            _ = checkpointer.withPassesHeld(wait: overdue) { _ = try? db.execute("PRAGMA wal_checkpoint(RESTART)") }
-        } else {
-            _ = try? db.execute("PRAGMA wal_checkpoint(RESTART)")
-        }
+        // Caught up, it restarts unless a pass is under way (then after a later commit); past
+        // one and a half times the limit, it waits for that pass.
+        _ = checkpointer.withPassesHeld(wait: overdue) { restart() }
+    }
+
+    private func restart() {
+        _ = try? db.execute("PRAGMA wal_checkpoint(RESTART)")
     }
 }

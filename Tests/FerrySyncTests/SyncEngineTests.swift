@@ -265,6 +265,43 @@ final class EngineDevice: Sendable {
         #expect(try await eventually { await b.engine.states().first?.health.refused ?? 0 >= 1 })
     }
 
+    /// A backlog's pages after the first are pulled and opened while the one before them is
+    /// applied: every version of a backlog of many pages arrives, and each envelope that does
+    /// not open (here another owner's) is refused exactly once, whichever page held it.
+    @Test func aBacklogReadAheadAppliesEveryPageAndRefusesEachBadEnvelopeOnce() async throws {
+        let log = MemoryLog()
+        let a = try EngineDevice(logs: ["shared": log])
+        await a.engine.reconcile()
+        try await a.add("m", log: "shared")
+        defer { Task { await a.engine.stop() } }
+        let stranger = EnvelopeSealer(keys: OwnerKeys.generate(), device: NodeID(77))
+        var good = 0, forged = 0
+        for round in 0..<6 {
+            for i in 0..<7 {
+                _ = try a.store.put(entity: "note", id: "R\(round)-\(i)", payload: #"{"i":\#(i)}"#)
+                good += 1
+            }
+            let expected = good + forged
+            #expect(try await eventually { log.count == expected })
+            let evil = stranger.seal(RecordVersion(entity: "note", id: "evil\(round)", hlc: Stamp(millis: 1_800_000_000_000, counter: 0, node: NodeID(77)),
+                                                   deleted: false, payload: "{}"))
+            _ = try await MemoryTransport(name: "x", log: log).push([evil])
+            forged += 1
+        }
+        // b reads the backlog four envelopes a page: eleven pages, most of them read ahead.
+        let b = try EngineDevice(logs: ["shared": log], configure: { $0.batchEnvelopes = 4 })
+        defer { Task { await b.engine.stop() } }
+        try await b.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
+        try await b.add("m", log: "shared")
+        #expect(try await eventually { try b.store.stats().records == good })
+        #expect(try await eventually { await b.engine.states().first?.health.refused == Int64(forged) })
+        for round in 0..<6 { #expect(try b.store.get(entity: "note", id: "evil\(round)") == nil) }
+        #expect(try b.store.digest() == a.store.digest())
+        // Read to its end, nothing is counted again.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(await b.engine.states().first?.health.refused == Int64(forged))
+    }
+
     @Test func failuresBackOffAndRecover() async throws {
         let log = MemoryLog()
         let (a, b) = try await Self.pair(log: log)

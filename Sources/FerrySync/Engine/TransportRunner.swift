@@ -467,19 +467,23 @@ final class TransportRunner: Sendable {
                 }
             }
             do throws(SyncFailure) {
-                let page: PullPage
+                let page: OpenedPage
                 if let fetched = ahead, fetched.after == cursor {
                     ahead = nil
                     page = try await Self.page(from: fetched.task)
                 } else {
                     dropAhead()
-                    page = try await fetch(after: cursor, wait: caughtUp ? options.pollInterval : .zero)
+                    page = Self.open(try await fetch(after: cursor, wait: caughtUp ? options.pollInterval : .zero),
+                                     with: sealer, limits: store.configuration.limits)
                 }
                 // Applying a page, or a backlog, shows as pulling; a caught-up long-poll as idle.
-                if !page.envelopes.isEmpty || page.more { setActivity(pulling: true) }
+                if page.envelopeCount > 0 || page.more { setActivity(pulling: true) }
                 if page.more && !isPaused() {
                     let transport = self.transport, limit = batchEnvelopes, after = page.cursor
-                    ahead = PageAhead(after: after, task: Task { try await transport.pull(after: after, limit: limit, wait: .zero) })
+                    let sealer = self.sealer, limits = store.configuration.limits
+                    ahead = PageAhead(after: after, task: Task {
+                        Self.open(try await transport.pull(after: after, limit: limit, wait: .zero), with: sealer, limits: limits)
+                    })
                 }
                 let next = try await apply(page, after: cursor)
                 cursor = next
@@ -509,11 +513,44 @@ final class TransportRunner: Sendable {
         }
     }
 
-    /// The next page of a backlog, asked for while the one before it is applied; used only if
-    /// the cursor it was asked after is the one saved then.
+    /// The next page of a backlog, pulled and opened while the one before it is applied; used
+    /// only if the cursor it was asked after is the one saved then.
     private struct PageAhead {
         var after: String
-        var task: Task<PullPage, any Error>
+        var task: Task<OpenedPage, any Error>
+    }
+
+    /// A pulled page with its envelopes opened: what `apply` writes. Opening (decrypting,
+    /// checking and parsing each envelope) needs no store, so a backlog's next page is opened
+    /// on the read-ahead task while the page before it is written.
+    private struct OpenedPage: Sendable {
+        /// The versions of the envelopes that opened, in the transport's order.
+        var versions: [RecordVersion]
+        /// Why each envelope that did not open was refused.
+        var refusals: [String]
+        /// The envelopes the page held.
+        var envelopeCount: Int
+        /// What the transport could not read, its cursor after the page, and whether more is there.
+        var unreadable: [String]
+        var cursor: String
+        var more: Bool
+    }
+
+    private static func open(_ page: PullPage, with sealer: EnvelopeSealer, limits: RecordLimits) -> OpenedPage {
+        var versions: [RecordVersion] = [], refusals: [String] = []
+        versions.reserveCapacity(page.envelopes.count)
+        // Envelopes this device sealed are applied too: a transport delivers them only when the
+        // store may not have them (it was restored from an older backup, and a copy of this
+        // device wrote them since), and one it has is a duplicate, which changes nothing.
+        for envelope in page.envelopes {
+            do {
+                versions.append(try sealer.open(envelope, limits: limits))
+            } catch {
+                refusals.append("envelope \(envelope.header.event) from device \(envelope.header.device): \(error)")
+            }
+        }
+        return OpenedPage(versions: versions, refusals: refusals, envelopeCount: page.envelopes.count,
+                          unreadable: page.unreadable, cursor: page.cursor, more: page.more)
     }
 
     /// The host lost what this device had sent or read: forgets the transport's cursor, progress
@@ -556,7 +593,7 @@ final class TransportRunner: Sendable {
         return try await Self.page(from: task)
     }
 
-    private static func page(from task: Task<PullPage, any Error>) async throws(SyncFailure) -> PullPage {
+    private static func page<Page: Sendable>(from task: Task<Page, any Error>) async throws(SyncFailure) -> Page {
         switch await withTaskCancellationHandler(operation: { await task.result }, onCancel: { task.cancel() }) {
         case .success(let p): return p
         case .failure(let error as TransportFailure): throw .transport(error)
@@ -565,26 +602,18 @@ final class TransportRunner: Sendable {
     }
 
     /// Applies a page pulled after `cursor`, then saves its cursor; returns the cursor saved.
-    private func apply(_ page: PullPage, after cursor: String?) async throws(SyncFailure) -> String? {
+    private func apply(_ page: OpenedPage, after cursor: String?) async throws(SyncFailure) -> String? {
         // Paused meanwhile: apply nothing, keep the cursor; the page is read again on resume.
         if isPaused() { return cursor }
         for problem in page.unreadable {
             log(.warning, "\(info.name): skipped an unreadable frame: \(problem)", fields)
             healthState.withLock { $0.refused += 1; $0.lastRefusal = problem }
         }
-        var versions: [RecordVersion] = []
-        // Envelopes this device sealed are applied too: a transport delivers them only when the
-        // store may not have them (it was restored from an older backup, and a copy of this
-        // device wrote them since), and one it has is a duplicate, which changes nothing.
-        for envelope in page.envelopes {
-            do {
-                versions.append(try sealer.open(envelope, limits: store.configuration.limits))
-            } catch {
-                let why = "envelope \(envelope.header.event) from device \(envelope.header.device): \(error)"
-                log(.warning, "\(info.name) delivered an envelope that was refused: \(why)", fields)
-                healthState.withLock { $0.refused += 1; $0.lastRefusal = why }
-            }
+        for why in page.refusals {
+            log(.warning, "\(info.name) delivered an envelope that was refused: \(why)", fields)
+            healthState.withLock { $0.refused += 1; $0.lastRefusal = why }
         }
+        let versions = page.versions
         if !versions.isEmpty {
             let withoutSome = try await fetchAttachments(of: versions)
             let store = self.store, space = self.space, name = info.name, apply = versions

@@ -16,6 +16,22 @@ public enum KeyedHash {
         return out
     }
 
+    /// The first 16 bytes of the 32-byte hash of `message` under `key` (as `hash(message, key:
+    /// key, length: 32).prefix(16)`), as two big-endian words: for the 128-bit ids derived from
+    /// a hash, without an array for the output.
+    public static func prefix128(of message: [UInt8], key: SecretKey) -> (high: UInt64, low: UInt64) {
+        precondition((16...64).contains(key.count), "a BLAKE2b key is 16 to 64 bytes")
+        Sodium.ensureInitialized()
+        var out: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &out) { o in
+            key.withUnsafeBytes { k in
+                _ = crypto_generichash(o.baseAddress!.assumingMemoryBound(to: UInt8.self), 32, message, UInt64(message.count),
+                                       k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
+            }
+        }
+        return (UInt64(bigEndian: out.0), UInt64(bigEndian: out.1))
+    }
+
     /// The unkeyed `length`-byte BLAKE2b hash of `message`.
     public static func hash(_ message: [UInt8], length: Int = 32) -> [UInt8] {
         precondition((16...64).contains(length), "a BLAKE2b output is 16 to 64 bytes")

@@ -64,10 +64,13 @@ public struct OwnerKeys: Sendable, CustomStringConvertible, CustomDebugStringCon
     /// BLAKE2b-256 (hash subkey) of `0x01 | u32 len | entity | u32 len | id` (UTF-8, big-endian
     /// lengths). Deterministic per owner; unlinkable to the record without the keys.
     public func streamID(entity: String, id: String) -> StreamID {
-        var message: [UInt8] = [0x01]
+        var message: [UInt8] = []
+        message.reserveCapacity(9 + entity.utf8.count + id.utf8.count)
+        message.append(0x01)
         Self.appendLengthPrefixed(entity, to: &message)
         Self.appendLengthPrefixed(id, to: &message)
-        return ID128(bytes: KeyedHash.hash(message, key: hashKey, length: 32))
+        let (high, low) = KeyedHash.prefix128(of: message, key: hashKey)
+        return ID128(high: high, low: low)
     }
 
     /// The id of the version of `stream` stamped `stamp`: the first 16 bytes of the keyed
@@ -81,7 +84,8 @@ public struct OwnerKeys: Sendable, CustomStringConvertible, CustomDebugStringCon
         BigEndian.append(UInt64(bitPattern: stamp.millis), to: &message)
         message.append(UInt8(stamp.counter >> 8)); message.append(UInt8(stamp.counter & 0xFF))
         BigEndian.append(stamp.node.value, to: &message)
-        return ID128(bytes: KeyedHash.hash(message, key: hashKey, length: 32))
+        let (high, low) = KeyedHash.prefix128(of: message, key: hashKey)
+        return ID128(high: high, low: low)
     }
 
     /// Where the sealed blob of the attachment with SHA-256 `sha256` is stored: 64 lowercase hex
@@ -97,8 +101,7 @@ public struct OwnerKeys: Sendable, CustomStringConvertible, CustomDebugStringCon
     public var customMirror: Mirror { Mirror(self, children: ["owner": owner], displayStyle: .struct) }
 
     private static func appendLengthPrefixed(_ text: String, to out: inout [UInt8]) {
-        let utf8 = Array(text.utf8)
-        BigEndian.append(UInt32(truncatingIfNeeded: utf8.count), to: &out)
-        out.append(contentsOf: utf8)
+        BigEndian.append(UInt32(truncatingIfNeeded: text.utf8.count), to: &out)
+        out.append(contentsOf: text.utf8)
     }
 }

@@ -1,3 +1,4 @@
+import FerryCrypto
 import FerryModel
 import Testing
 @testable import FerrySync
@@ -10,6 +11,23 @@ import Testing
         #expect(keys.streamID(entity: "note", id: "n1").description == "5bac2a3307fcdf2c62fc5205e693734f")
         #expect(keys.eventID(stream: keys.streamID(entity: "note", id: "n1"), stamp: Fixtures.stamp).description == "174820d936a4ff8eb046886820379caa")
         #expect(keys.blobKey(sha256: String(repeating: "a", count: 64)) == "3928baaed2df9b0d84f64e7621f6a32fa45614f2c2b48e65ab5edd353cf6245e")
+    }
+
+    /// Ids are the first 16 bytes of a 32-byte keyed hash, taken without an output array:
+    /// the same bytes as the whole hash's prefix, for messages of every block split.
+    @Test(arguments: [0, 1, 35, 127, 128, 129, 300])
+    func idsAreThePrefixOfTheWholeHash(length: Int) {
+        let key = SecretKey(bytes: (0..<32).map { UInt8($0 * 7 & 0xFF) })
+        let message = (0..<length).map { UInt8(($0 * 31 + 5) & 0xFF) }
+        let (high, low) = KeyedHash.prefix128(of: message, key: key)
+        #expect(ID128(high: high, low: low) == ID128(bytes: KeyedHash.hash(message, key: key, length: 32)))
+    }
+
+    /// A stream id covers the UTF-8 of the entity and id, whatever they hold.
+    @Test func streamIDsOfNonASCIIIDsDiffer() {
+        let keys = Fixtures.keys
+        #expect(keys.streamID(entity: "note", id: "é") != keys.streamID(entity: "note", id: "e\u{301}"))
+        #expect(keys.streamID(entity: "note", id: "日本") == keys.streamID(entity: "note", id: "日本"))
     }
 
     @Test func restoringTheRootKeyRestoresEverything() throws {

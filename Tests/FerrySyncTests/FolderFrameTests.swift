@@ -24,6 +24,32 @@ import Testing
         }
     }
 
+    /// An envelope framed in place (as pushes and compaction write them) is the same bytes as
+    /// the frame of its encoded form, appended after anything, and reads back as it.
+    @Test func anEnvelopeFramedInPlaceIsTheFrameOfItsEncoding() {
+        let sealer = EnvelopeSealer(keys: Fixtures.keys, device: NodeID(0x42))
+        let envelopes = [sealer.seal(Fixtures.version),
+                         sealer.seal(RecordVersion(entity: "note", id: "gone", hlc: Fixtures.stamp, deleted: true, payload: nil))]
+        for prefix in [[UInt8](), [1, 2, 3]] {
+            var inPlace = prefix, copied = prefix
+            for envelope in envelopes {
+                Frame.append(envelope, to: &inPlace)
+                Frame.append(envelope.encoded, to: &copied)
+            }
+            #expect(inPlace == copied)
+            guard case .frame(let payload, let next) = Frame.read(inPlace[...], at: prefix.count) else {
+                Issue.record("the first frame does not read back")
+                continue
+            }
+            #expect(Array(inPlace[payload]) == envelopes[0].encoded)
+            guard case .frame(let second, _) = Frame.read(inPlace[...], at: next, final: true) else {
+                Issue.record("the second frame does not read back")
+                continue
+            }
+            #expect(Array(inPlace[second]) == envelopes[1].encoded)
+        }
+    }
+
     /// Three frames (one empty) read back from every prefix: complete frames come out in order,
     /// a cut inside a frame is `incomplete` (or `corrupt` when the bytes are final), and reading
     /// on from the returned offset once the rest arrives yields exactly the others.

@@ -126,7 +126,11 @@ public final class FolderTransport: Transport {
                 w.log = nil
                 var outcomes: [PushOutcome] = []
                 outcomes.reserveCapacity(batch.count)
-                var body: [UInt8] = []
+                // The file: its header (written last, once the body's length is known), then a
+                // frame per new version.
+                var file = [UInt8](repeating: 0, count: FolderFileHeader.encodedSize)
+                file.reserveCapacity(FolderFileHeader.encodedSize
+                                     + batch.reduce(0) { $0 + Frame.headerSize + EnvelopeHeader.encodedSize + 4 + $1.body.count })
                 var fresh = 0
                 // The batch's new versions go into the log's stream table as they are accepted
                 // (one lookup each, which also finds duplicates within the batch); a failure
@@ -141,7 +145,7 @@ public final class FolderTransport: Transport {
                     } else {
                         switch current.noteIfNewer(envelope.header, size: Frame.headerSize + EnvelopeHeader.encodedSize + 4 + envelope.body.count) {
                         case .added:
-                            Frame.append(envelope.encoded, to: &body)
+                            Frame.append(envelope, to: &file)
                             fresh += 1
                             outcomes.append(.accepted)
                         case .sameVersion:
@@ -158,12 +162,14 @@ public final class FolderTransport: Transport {
                     return outcomes
                 }
                 let seq = current.lastSeq + 1
-                let header = FolderFileHeader(kind: .segment, owner: owner, device: device, seq: seq, bodyLength: UInt64(body.count))
+                let header = FolderFileHeader(kind: .segment, owner: owner, device: device, seq: seq,
+                                              bodyLength: UInt64(file.count - FolderFileHeader.encodedSize))
+                file.replaceSubrange(0..<FolderFileHeader.encodedSize, with: header.encoded)
                 do throws(FolderIOError) {
                     // Never over a file already there: only another installation writing as this
                     // device (a cloned machine, a copied state directory) puts segments here, and a
                     // sync tool would carry the replacement to every device in place of its data.
-                    try FolderIO.writeAtomically(header.encoded + body, dir: ownDirectory, name: FolderFileName.segmentName(seq),
+                    try FolderIO.writeAtomically(file, dir: ownDirectory, name: FolderFileName.segmentName(seq),
                                                  tempTag: tempTag(), replacing: false)
                 } catch where error.code == EEXIST && attempts < 3 {
                     attempts += 1
@@ -177,7 +183,7 @@ public final class FolderTransport: Transport {
                     throw unavailable(error)  // the log stays nil: read the directory again next time
                 }
                 current.lastSeq = seq
-                current.segments[seq] = UInt64(FolderFileHeader.encodedSize + body.count)
+                current.segments[seq] = UInt64(file.count)
                 var state = w.state ?? FolderWriterState()
                 state.high = max(state.high, seq)
                 if needsCompaction(current) {

@@ -46,6 +46,20 @@ public enum Frame {
         out.append(contentsOf: payload)
     }
 
+    /// Appends the frame holding `envelope.encoded`, encoding the envelope in place: the same
+    /// bytes as `append(envelope.encoded, to:)`, without an array of its own.
+    public static func append(_ envelope: Envelope, to out: inout [UInt8]) {
+        let length = EnvelopeHeader.encodedSize + 4 + envelope.body.count
+        precondition(length <= maxPayloadBytes, "a frame's payload is at most \(maxPayloadBytes) bytes")
+        BigEndian.append(magic, to: &out)
+        BigEndian.append(UInt32(length), to: &out)
+        let checksumAt = out.count
+        BigEndian.append(UInt32(0), to: &out)
+        envelope.append(to: &out)
+        let checksum = out.withUnsafeBufferPointer { CRC32.checksum(UnsafeBufferPointer(rebasing: $0[(checksumAt + 4)...])) }
+        for k in 0..<4 { out[checksumAt + k] = UInt8(truncatingIfNeeded: checksum >> (24 - 8 * k)) }
+    }
+
     /// Reads the frame that starts at `offset` (an index of `bytes`).
     ///
     /// - Parameters:

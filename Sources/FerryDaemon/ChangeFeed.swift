@@ -18,10 +18,35 @@ final class ChangeFeed: Sendable {
     }
 
     /// A record: its space, entity and id (kept as the record's own strings, nothing joined).
+    /// Compared and hashed by their UTF-8 bytes, as the store compares them: ids equal as Swift
+    /// strings ("é" precomposed and decomposed) but not in bytes are two records, never one
+    /// superseding the other. (Bytes are also cheaper to hash than strings.)
     struct Key: Hashable, Sendable {
         let space: String
         let entity: String
         let id: String
+
+        static func == (a: Key, b: Key) -> Bool {
+            sameBytes(a.id, b.id) && sameBytes(a.entity, b.entity) && sameBytes(a.space, b.space)
+        }
+
+        func hash(into hasher: inout Hasher) {
+            Self.combine(space, into: &hasher)
+            Self.combine(entity, into: &hasher)
+            Self.combine(id, into: &hasher)
+        }
+
+        /// The bytes, then 0xFF, which never occurs in UTF-8, so each part ends unambiguously.
+        private static func combine(_ text: String, into hasher: inout Hasher) {
+            var text = text
+            text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+            hasher.combine(UInt8(0xFF))
+        }
+
+        private static func sameBytes(_ a: String, _ b: String) -> Bool {
+            var a = a, b = b
+            return a.withUTF8 { x in b.withUTF8 { y in x.count == y.count && x.elementsEqual(y) } }
+        }
     }
 
     /// Why a watcher left live mode.
@@ -265,16 +290,15 @@ final class ChangeFeed: Sendable {
 
     /// A change with its reply encoded.
     private static func item(_ record: Record) -> Item {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(200 + (record.payload?.utf8.count ?? 0))
-        bytes += #"{"cursor":"#.utf8
-        bytes += String(record.seq).utf8
-        bytes += #","record":"#.utf8
-        Wire.append(record, payloadText: record.payload, to: &bytes)
-        bytes.append(UInt8(ascii: "}"))
+        let reply = VarlinkEncodedReply(capacity: 200 + (record.payload?.utf8.count ?? 0)) { bytes in
+            bytes += #"{"cursor":"#.utf8
+            bytes += String(record.seq).utf8
+            bytes += #","record":"#.utf8
+            Wire.append(record, payloadText: record.payload, to: &bytes)
+            bytes.append(UInt8(ascii: "}"))
+        }
         return Item(seq: record.seq, space: record.space, entity: record.entity,
-                    key: Key(space: record.space, entity: record.entity, id: record.id),
-                    reply: VarlinkEncodedReply(parametersJSON: bytes))
+                    key: Key(space: record.space, entity: record.entity, id: record.id), reply: reply)
     }
 
     /// Drops the oldest changes beyond `capacity` or `maxBytes`.

@@ -51,4 +51,19 @@ public struct VarlinkEncodedReply: Sendable {
     public init(parameters: [String: JSONValue]) {
         bytes = VarlinkReplyMessage(parameters: parameters, continues: true).encoded()
     }
+
+    /// The same reply as `init(parametersJSON:)`, with the object's bytes written by `write`
+    /// straight into it (no array of their own to copy).
+    /// - Parameters:
+    ///   - capacity: about how many bytes `write` appends (room reserved up front).
+    ///   - write: appends the bytes of one valid JSON object.
+    public init(capacity: Int, parametersJSON write: (inout [UInt8]) -> Void) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(capacity + VarlinkReplyParameters.continuingPrefix.count + 2)
+        bytes += VarlinkReplyParameters.continuingPrefix
+        write(&bytes)
+        bytes.append(UInt8(ascii: "}"))
+        bytes.append(0)
+        self.bytes = bytes
+    }
 }

@@ -35,6 +35,27 @@ import Testing
         #expect(try feed.page(after: store.lastSeq - 40, limit: 500, spaces: nil, entities: nil) == nil)
     }
 
+    /// Records whose ids are equal as Swift strings but differ in bytes ("é" precomposed and
+    /// decomposed) are two records in the store, which compares ids bytewise: the feed gives
+    /// each of them, in one commit or in two, as the store's change log does.
+    @Test func idsThatDifferOnlyInTheirBytesAreDifferentRecords() throws {
+        let (dir, store, hub, feed) = try Self.feed()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let start = store.lastSeq
+        _ = try #require(try feed.page(after: start, limit: 500, spaces: nil, entities: nil))
+        _ = try store.put(entity: "note", id: "caf\u{E9}", payload: #"{"v":1}"#)
+        hub.committed(store.lastSeq)
+        _ = try feed.page(after: store.lastSeq, limit: 500, spaces: nil, entities: nil)
+        _ = try store.putMany([PutRequest(entity: "note", id: "cafe\u{301}", payload: #"{"v":2}"#),
+                               PutRequest(entity: "note", id: "n\u{303}", payload: "{}"),
+                               PutRequest(entity: "note", id: "\u{F1}", payload: "{}")])
+        hub.committed(store.lastSeq)
+        let page = try #require(try feed.page(after: start, limit: 500, spaces: nil, entities: nil))
+        #expect(page.items.map(\.seq) == (try store.changes(since: start).records.map(\.seq)))
+        #expect(page.items.count == 4)
+        #expect(Set(page.items.map { Array($0.key.id.utf8) }).count == 4)
+    }
+
     /// A watcher behind gets a record changed several times since its cursor once, at its
     /// newest change, from the feed as from the store (docs/api.md, Watch); a record whose
     /// newest change is past the page's end comes on the next page.

@@ -24,6 +24,16 @@ import Testing
 
     /// Queues of all connections count against the server's budget: past it, a queue gets
     /// room up to its fair share and no further; what is written or dropped is given back.
+    /// A reply whose parameters are written straight into it is the reply made from the same
+    /// bytes, whatever room was reserved.
+    @Test(arguments: [0, 5, 1000])
+    func aReplyWrittenInPlaceIsTheReplyOfItsBytes(capacity: Int) {
+        let object = Array(#"{"cursor":7,"record":{"id":"é"}}"#.utf8)
+        let inPlace = VarlinkEncodedReply(capacity: capacity) { $0 += object }
+        #expect(inPlace.bytes == VarlinkEncodedReply(parametersJSON: object).bytes)
+        #expect(inPlace.size == inPlace.bytes.count && inPlace.bytes.last == 0)
+    }
+
     @Test func queuesShareTheServersBudget() async throws {
         let budget = BufferBudget(limit: 1000, fairShare: 100)
         let a = ConnectionOutputState(limit: 800, budget: budget)

@@ -17,36 +17,19 @@ final class ChangeFeed: Sendable {
         let reply: VarlinkEncodedReply
     }
 
-    /// A record: its space, entity and id (kept as the record's own strings, nothing joined).
-    /// Compared and hashed by their UTF-8 bytes, as the store compares them: ids equal as Swift
-    /// strings ("é" precomposed and decomposed) but not in bytes are two records, never one
-    /// superseding the other. (Bytes are also cheaper to hash than strings.)
+    /// A record: its space, and its entity and id (the record's own strings, nothing joined)
+    /// compared by their bytes, as the store compares them (space names are ASCII).
     struct Key: Hashable, Sendable {
         let space: String
-        let entity: String
-        let id: String
+        let record: RecordKey
 
-        static func == (a: Key, b: Key) -> Bool {
-            sameBytes(a.id, b.id) && sameBytes(a.entity, b.entity) && sameBytes(a.space, b.space)
+        init(space: String, entity: String, id: String) {
+            self.space = space
+            record = RecordKey(entity: entity, id: id)
         }
 
-        func hash(into hasher: inout Hasher) {
-            Self.combine(space, into: &hasher)
-            Self.combine(entity, into: &hasher)
-            Self.combine(id, into: &hasher)
-        }
-
-        /// The bytes, then 0xFF, which never occurs in UTF-8, so each part ends unambiguously.
-        private static func combine(_ text: String, into hasher: inout Hasher) {
-            var text = text
-            text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
-            hasher.combine(UInt8(0xFF))
-        }
-
-        private static func sameBytes(_ a: String, _ b: String) -> Bool {
-            var a = a, b = b
-            return a.withUTF8 { x in b.withUTF8 { y in x.count == y.count && x.elementsEqual(y) } }
-        }
+        var entity: String { record.entity }
+        var id: String { record.id }
     }
 
     /// Why a watcher left live mode.

@@ -27,19 +27,6 @@ public struct RecordVersion: Sendable, Hashable {
     public var key: RecordKey { RecordKey(entity: entity, id: id) }
 }
 
-/// A record's identity within a space.
-public struct RecordKey: Sendable, Hashable, Comparable {
-    public var entity: String
-    public var id: String
-    public init(entity: String, id: String) {
-        self.entity = entity
-        self.id = id
-    }
-    public static func < (a: RecordKey, b: RecordKey) -> Bool {
-        (a.entity, a.id) < (b.entity, b.id)
-    }
-}
-
 /// Limits on what a record may hold.
 public struct RecordLimits: Sendable {
     /// The largest payload, in bytes of its JSON text. Default 1 MiB.

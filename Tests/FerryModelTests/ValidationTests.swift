@@ -68,3 +68,27 @@ import Testing
         #expect(FerryError.payloadTooLarge(entity: "a", id: "b", size: 2, limit: 1).description.contains("attachment"))
     }
 }
+
+/// A record's key is its bytes, as the store's: ids equal only as Swift strings are two records.
+@Suite struct RecordKeyTests {
+    @Test func idsEqualOnlyAsStringsAreDifferentKeys() {
+        let precomposed = RecordKey(entity: "doc", id: "caf\u{E9}"), decomposed = RecordKey(entity: "doc", id: "cafe\u{301}")
+        #expect("caf\u{E9}" == "cafe\u{301}")   // Swift's String equality
+        #expect(precomposed != decomposed)
+        #expect(Set([precomposed, decomposed, RecordKey(entity: "doc", id: "caf\u{E9}")]).count == 2)
+        #expect([precomposed: 1, decomposed: 2][RecordKey(entity: "doc", id: "cafe\u{301}")] == 2)
+    }
+
+    /// Ordered by entity, then id, each by its bytes (SQLite's BINARY collation); parts do not
+    /// run into each other.
+    @Test func theOrderIsTheBytes() {
+        let keys = [RecordKey(entity: "a", id: "é"), RecordKey(entity: "a", id: "e\u{301}"), RecordKey(entity: "a", id: "Z"),
+                    RecordKey(entity: "a", id: ""), RecordKey(entity: "ab", id: "c"), RecordKey(entity: "a", id: "bc")]
+        let sorted = keys.sorted()
+        // The bytes of entity, NUL (which neither holds), id: one string in the same order.
+        #expect(sorted.map { Array($0.entity.utf8) + [0] + Array($0.id.utf8) }
+            == keys.map { Array($0.entity.utf8) + [0] + Array($0.id.utf8) }.sorted { $0.lexicographicallyPrecedes($1) })
+        #expect(RecordKey(entity: "ab", id: "c") != RecordKey(entity: "a", id: "bc"))
+        #expect(!(RecordKey(entity: "a", id: "x") < RecordKey(entity: "a", id: "x")))
+    }
+}

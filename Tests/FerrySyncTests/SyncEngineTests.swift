@@ -195,6 +195,28 @@ final class EngineDevice: Sendable {
         #expect(try await eventually(.seconds(10)) { try b.store.attachment(other.sha256)?.present == true })
     }
 
+    /// Records whose ids are equal as Swift strings but not in bytes are two records: a later
+    /// version of one in the page does not make the other's attachment one that need not be
+    /// waited for. The page waits for the blob, and the record arrives with it.
+    @Test func aRecordWhoseIDDiffersOnlyInBytesDoesNotSupersedeAnother() async throws {
+        let (a, b, log) = try await Self.hiddenBlobPair(wait: .seconds(600))
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        let info = try a.store.putAttachment(Array("menu photo".utf8))
+        _ = try a.store.put(entity: "doc", id: "caf\u{E9}", payload: "{}", attachments: [info.sha256])
+        _ = try a.store.put(entity: "doc", id: "cafe\u{301}", payload: "{}")
+        #expect(try await eventually { try a.store.outbox().isEmpty })
+        try await b.add("m", log: "shared")
+        // The blob is not there yet: the page waits (for up to ten minutes) and nothing of it is applied.
+        try await Task.sleep(for: .seconds(1))
+        #expect(try b.store.get(entity: "doc", id: "caf\u{E9}") == nil)
+        #expect(try b.store.get(entity: "doc", id: "cafe\u{301}") == nil)
+        log.state.withLock { $0.blobsHidden = false }
+        #expect(try await eventually(.seconds(10)) { try b.store.get(entity: "doc", id: "caf\u{E9}") != nil })
+        #expect(try b.store.attachment(info.sha256)?.present == true)
+        #expect(try b.store.get(entity: "doc", id: "cafe\u{301}") != nil)
+        #expect(try b.store.missingAttachments().isEmpty)
+    }
+
     @Test func anAttachmentThatArrivesAfterTheWaitIsFetchedLater() async throws {
         let bytes = Array("late attachment bytes".utf8)
         let (a, b, log, sha) = try await Self.recordWithoutItsBlob(bytes)

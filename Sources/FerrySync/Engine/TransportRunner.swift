@@ -694,15 +694,16 @@ final class TransportRunner: Sendable {
     /// The indexes of `candidates` that can become current: no later version of the same
     /// record in `page` has a greater stamp, and the store holds none as great.
     private func versionsThatCanWin(_ candidates: [RecordVersion], among page: [RecordVersion]) async throws(SyncFailure) -> Set<Int> {
-        struct Key: Hashable { var entity: String; var id: String }
-        var newest: [Key: Stamp] = [:]
+        // Keys compare ids by their bytes, as the store does: ids equal only as strings are two
+        // records.
+        var newest: [RecordKey: Stamp] = [:]
         for version in page {
-            let key = Key(entity: version.entity, id: version.id)
+            let key = RecordKey(entity: version.entity, id: version.id)
             if let stamp = newest[key], stamp >= version.hlc { continue }
             newest[key] = version.hlc
         }
         let store = self.store, space = self.space
-        let keys = candidates.map { Key(entity: $0.entity, id: $0.id) }
+        let keys = candidates.map { RecordKey(entity: $0.entity, id: $0.id) }
         let stored = try await local("reading the versions here") { () throws(FerryError) -> [Stamp?] in
             try keys.map { key throws(FerryError) in try store.get(space: space, entity: key.entity, id: key.id)?.hlc }
         }

@@ -2,6 +2,7 @@ import FerryClient
 import FerryJSON
 import FerryTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 /// Real ferryd processes syncing through one shared directory (no sync tool: they all see the
@@ -43,6 +44,48 @@ import Testing
         #expect(!folderContains(dir.path, "\"by\""))
         #expect(!folderContains(dir.path, "n12"))
         #expect(!folderContains(dir.path, "note"))
+    }
+
+    /// Ids that Unicode calls equal but that differ in bytes (precomposed and decomposed
+    /// accents, the Kelvin and Ångström signs), and ids hard to handle (emoji sequences,
+    /// right-to-left text), are distinct records end to end: put through one daemon's API,
+    /// carried by the folder, listed by the other daemon and announced by its Watch, each one
+    /// as itself, with its own payload.
+    @Test func idsThatUnicodeCallsEqualAreDistinctRecordsEndToEnd() async throws {
+        let dir = TempDir("folder-unicode")
+        let devices = try await Self.devices(2, shared: dir.path)
+        let (a, b) = (devices[0], devices[1])
+        let ids = ["caf\u{E9}", "cafe\u{301}", "\u{C5}", "A\u{30A}", "\u{212B}", "K", "\u{212A}",
+                   "\u{1F469}\u{200D}\u{1F4BB}", "\u{1F469}", "\u{5D0}\u{5D1}", "\u{FB2A}", "\u{5E9}\u{5C1}"]
+        let expected = Set(ids.map { Array($0.utf8) })
+        #expect(expected.count == ids.count)
+        let announced = Mutex(Set<[UInt8]>())
+        let watchClient = try b.client()
+        let watcher = Task {
+            for try await event in watchClient.watch(since: 0, entities: ["uni"]) {
+                if case .change(let record, _) = event { announced.withLock { _ = $0.insert(Array(record.id.utf8)) } }
+            }
+        }
+        defer { watcher.cancel() }
+        for (i, id) in ids.enumerated() { _ = try await a.client().put(entity: "uni", id: id, payload: ["n": .int(Int64(i))]) }
+        #expect(try await eventually(.seconds(60)) { try await Self.listed(b, "uni").count == ids.count }, "\(b.logTail)")
+        let listed = try await Self.listed(b, "uni")
+        #expect(Set(listed.keys) == expected)
+        for (i, id) in ids.enumerated() { #expect(listed[Array(id.utf8)] == #"{"n":\#(i)}"#, "\(id.unicodeScalars.map { String($0.value, radix: 16) })") }
+        #expect(try await eventually(.seconds(30)) { announced.withLock { $0 } == expected })
+    }
+
+    /// The records of `entity` on `device`, payload text by the bytes of their ids.
+    static func listed(_ device: SyncDevice, _ entity: String) async throws -> [[UInt8]: String] {
+        let client = try device.client()
+        var out: [[UInt8]: String] = [:]
+        var after: String?
+        repeat {
+            let page = try await client.list(entity: entity, after: after, limit: 1000, includeDeleted: true)
+            for r in page.records { out[Array(r.id.utf8)] = r.payload.map { JSONWriter.string(.object($0)) } ?? "" }
+            after = page.next
+        } while after != nil
+        return out
     }
 
     /// The sync tool delivers a segment before the blob its record references: b applies the

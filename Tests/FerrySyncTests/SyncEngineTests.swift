@@ -72,6 +72,36 @@ final class EngineDevice: Sendable {
         #expect(try a.store.digest() == b.store.digest())
     }
 
+    /// Ids that Unicode calls equal (precomposed and decomposed accents, the Kelvin and
+    /// Ångström signs) or that are hard to handle (emoji sequences, right-to-left text, the
+    /// longest id) are all distinct records, compared by their bytes: each one's puts, edits and
+    /// deletes reach the other device as that record, and both stores end up the same.
+    @Test func idsThatUnicodeCallsEqualSyncAsDifferentRecords() async throws {
+        let (a, b) = try await Self.pair(log: MemoryLog())
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        let ids = ["caf\u{E9}", "cafe\u{301}", "\u{C5}", "A\u{30A}", "\u{212B}", "K", "\u{212A}",
+                   "\u{1F469}\u{200D}\u{1F4BB}", "\u{1F469}", "\u{5D0}\u{5D1}\u{5D2}", "\u{FB2A}", "\u{5E9}\u{5C1}",
+                   String(repeating: "\u{E9}", count: 128)]
+        #expect(Set(ids.map { Array($0.utf8) }).count == ids.count)
+        for (i, id) in ids.enumerated() { _ = try a.store.put(entity: "note", id: id, payload: #"{"n":\#(i)}"#) }
+        #expect(try await eventually { try b.store.stats().records == ids.count })
+        // Edit one of each equal pair on b and delete the other on a.
+        _ = try b.store.put(entity: "note", id: "cafe\u{301}", payload: #"{"edited":true}"#)
+        _ = try a.store.delete(entity: "note", id: "caf\u{E9}")
+        _ = try b.store.put(entity: "note", id: "\u{212A}", payload: #"{"edited":true}"#)
+        _ = try a.store.delete(entity: "note", id: "K")
+        #expect(try await eventually { try a.store.digest() == b.store.digest() && a.store.outbox().isEmpty && b.store.outbox().isEmpty })
+        for store in [a.store, b.store] {
+            #expect(try store.get(entity: "note", id: "caf\u{E9}")?.deleted == true)
+            #expect(try store.get(entity: "note", id: "cafe\u{301}")?.payload == #"{"edited":true}"#)
+            #expect(try store.get(entity: "note", id: "K")?.deleted == true)
+            #expect(try store.get(entity: "note", id: "\u{212A}")?.payload == #"{"edited":true}"#)
+            #expect(try store.get(entity: "note", id: "\u{C5}")?.payload == #"{"n":2}"#)
+            #expect(try store.get(entity: "note", id: "\u{212B}")?.payload == #"{"n":4}"#)
+            #expect(try store.stats().records == ids.count - 2)
+        }
+    }
+
     @Test func putsEditsAndDeletesReachTheOtherDevice() async throws {
         let (a, b) = try await Self.pair(log: MemoryLog())
         defer { Task { await a.engine.stop(); await b.engine.stop() } }

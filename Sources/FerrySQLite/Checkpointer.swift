@@ -38,9 +38,10 @@ public final class Checkpointer: @unchecked Sendable {
     }
 
     /// Opens its own connection to the database at `path` (`configure` sets it up, e.g. a busy
-    /// timeout) and starts the thread.
-    public init(path: String, configure: (Database) throws -> Void) throws {
-        db = try Database(path: path)
+    /// timeout; `processExclusive` as the process's other connections to it are) and starts the
+    /// thread.
+    public init(path: String, processExclusive: Bool = false, configure: (Database) throws -> Void) throws {
+        db = try Database(path: path, processExclusive: processExclusive)
         try configure(db)
         let thread = Thread { [self] in run() }
         thread.name = "ferry-checkpoint"

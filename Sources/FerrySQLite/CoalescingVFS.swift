@@ -1,7 +1,9 @@
 import CSQLite
 import Glibc
 
-/// A VFS over SQLite's default one ("unix") that writes a transaction's write-ahead-log frames
+/// A VFS over SQLite's default one ("unix"), or over "unix-excl" (`exclusiveName`, for
+/// process-exclusive connections: `Database(path:mode:coalesceLogWrites:processExclusive:)`),
+/// that writes a transaction's write-ahead-log frames
 /// to the file in one `pwrite`, instead of two per page (SQLite writes each frame's 24-byte
 /// header, then its page). A one-row commit that touches four pages makes one system call
 /// instead of eight; on a VM that is 8 µs of the 12 a commit's writes took.
@@ -28,7 +30,11 @@ import Glibc
 public enum CoalescingVFS {
     /// The registered name, or nil when SQLite has no default VFS to wrap (then connections
     /// that ask for this one use the default).
-    public static let name: String? = register()
+    public static let name: String? = register(over: nil, as: "ferry-coalescing-log")
+
+    /// The same over "unix-excl", the VFS that keeps other processes out; nil when SQLite has
+    /// none (then process-exclusive connections are plain ones, `name` and the default).
+    public static let exclusiveName: String? = register(over: "unix-excl", as: "ferry-coalescing-log-excl")
 
     /// The most log bytes held before they are written: 29 frames of 4 KiB pages, or one of
     /// 64 KiB. The default VFS writes less than 128 KiB per call (its `seekAndWrite` masks the
@@ -232,9 +238,9 @@ public enum CoalescingVFS {
         return buffer(file).writes
     }
 
-    private static func register() -> String? {
-        guard let base = sqlite3_vfs_find(nil) else { return nil }
-        let name = "ferry-coalescing-log"
+    /// Registers this VFS over `base` (nil: the default) under `name`.
+    private static func register(over baseName: String?, as name: String) -> String? {
+        guard let base = sqlite3_vfs_find(baseName) else { return nil }
         let vfs = UnsafeMutablePointer<sqlite3_vfs>.allocate(capacity: 1)
         var v = base.pointee
         // Versions 1 and 2 only: the system-call overrides of version 3 are the default VFS's

@@ -39,14 +39,26 @@ public final class Database: @unchecked Sendable {
     ///
     /// `coalesceLogWrites`: this connection writes each transaction's write-ahead-log frames in
     /// one system call (`CoalescingVFS`); for the connection that writes the most.
+    ///
+    /// `processExclusive`: only this process may use the file while it has it open (SQLite's
+    /// `unix-excl` VFS). The first access takes a lock that keeps every other process out (they
+    /// get SQLITE_BUSY, "database is locked"), and this process's connections share the
+    /// write-ahead log's index in memory instead of in the `-shm` file, so a transaction takes
+    /// no file locks (six `fcntl` calls fewer per write transaction, measured 6 µs per commit).
+    /// Every connection this process opens to the file must say so, and open it for writing
+    /// (a plain or read-only one would drop the process's lock when it unlocks).
     /// - Throws: `SQLiteError` when the file cannot be opened.
-    public init(path: String, mode: Mode = .readWrite, coalesceLogWrites: Bool = false) throws(SQLiteError) {
+    public init(path: String, mode: Mode = .readWrite, coalesceLogWrites: Bool = false,
+                processExclusive: Bool = false) throws(SQLiteError) {
+        precondition(!processExclusive || mode == .readWrite, "a process-exclusive connection is opened for writing")
         _ = Database.processSetup
         self.path = path
         var db: OpaquePointer?
         let flags: Int32 = (mode == .readWrite ? (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) : SQLITE_OPEN_READONLY)
             | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
-        let rc = sqlite3_open_v2(path, &db, flags, coalesceLogWrites ? CoalescingVFS.name : nil)
+        let exclusive = processExclusive && CoalescingVFS.exclusiveName != nil
+        let vfs = coalesceLogWrites ? (exclusive ? CoalescingVFS.exclusiveName : CoalescingVFS.name) : (exclusive ? "unix-excl" : nil)
+        let rc = sqlite3_open_v2(path, &db, flags, vfs)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             if let db { sqlite3_close_v2(db) }

@@ -47,9 +47,11 @@ public final class Store: @unchecked Sendable {
         checkpointer.stop()
     }
 
-    /// Opens the store in `configuration.directory`, creating or migrating it as needed.
-    /// - Throws: `FerryError.storage` when the directory or database cannot be opened, is not a
-    ///   Ferry store, or comes from a newer Ferry.
+    /// Opens the store in `configuration.directory`, creating or migrating it as needed. While
+    /// it is open, no other process can open its database (`Database`'s `processExclusive`): a
+    /// second one waits up to five seconds and fails with "database is locked".
+    /// - Throws: `FerryError.storage` when the directory or database cannot be opened (or
+    ///   another process has it open), is not a Ferry store, or comes from a newer Ferry.
     public init(configuration: StoreConfiguration) throws(FerryError) {
         self.configuration = configuration
         let dir = configuration.directory
@@ -61,7 +63,7 @@ public final class Store: @unchecked Sendable {
         let catalog = Catalog()
         self.catalog = catalog
         do {
-            let db = try Database(path: configuration.databasePath, coalesceLogWrites: true)
+            let db = try Database(path: configuration.databasePath, coalesceLogWrites: true, processExclusive: true)
             try Store.configure(db, configuration)
             try Store.migrate(db, path: configuration.databasePath)
             let (node, replaced, clockState) = try Store.engineState(db, configuration)
@@ -73,15 +75,15 @@ public final class Store: @unchecked Sendable {
             nodeID = node
             replacedNodeID = replaced
             // Checkpoints run on their own thread, off the commit path.
-            checkpointer = try Checkpointer(path: configuration.databasePath) { try Store.configure($0, configuration) }
+            checkpointer = try Checkpointer(path: configuration.databasePath, processExclusive: true) { try Store.configure($0, configuration) }
             writer = Writer(db: db, config: configuration, catalog: catalog, clock: clock, lastSeq: lastSeq,
                             logWatch: try LogWatch(db: db, checkpointer: checkpointer))
             queue = WriteQueue(writer: writer)
-            let readDB = try Database(path: configuration.databasePath)
+            let readDB = try Database(path: configuration.databasePath, processExclusive: true)
             try Store.configure(readDB, configuration)
             try readDB.execute("PRAGMA query_only = ON")
             reader = Reader(db: readDB, catalog: catalog)
-            let slowDB = try Database(path: configuration.databasePath)
+            let slowDB = try Database(path: configuration.databasePath, processExclusive: true)
             try Store.configure(slowDB, configuration)
             try slowDB.execute("PRAGMA query_only = ON")
             slowReader = Reader(db: slowDB, catalog: catalog)

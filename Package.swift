@@ -95,7 +95,7 @@ let package = Package(
         .testTarget(name: "FerryClientTests", dependencies: ["FerryClient", "FerryAPI", "FerryJSON"]),
         // Unit tests of the relay's pure parts and storage, and a real ferry-relay process.
         .testTarget(name: "FerryRelayTests", dependencies: [
-            "FerryRelay", "FerrySync", "FerryModel", "FerryJSON", "FerryCrypto", "FerryAPI", "FerrySQLite", "FerryTestSupport"]),
+            "FerryRelay", "FerryPostgres", "FerrySync", "FerryModel", "FerryJSON", "FerryCrypto", "FerryAPI", "FerrySQLite", "FerryTestSupport"]),
         // Real processes: ferryd, ferryctl, systemd as PID 1 in a namespace.
         .testTarget(name: "FerryIntegrationTests", dependencies: ["FerryClient", "FerryAPI", "FerryVarlink", "FerryJSON", "FerryTestSupport"]),
     ],

@@ -1,3 +1,4 @@
+import FerryPostgres
 import FerryRelay
 import FerrySync
 import FerryTestSupport
@@ -8,6 +9,25 @@ import Testing
 /// storages (relay processes) on one database, blobs in the database, and the wake listener.
 @Suite struct PostgresRelayStorageTests {
     let owner = TestEnvelopes.owner()
+
+    /// Arrays go to the server in its binary form and arrive as sent: empty, one element,
+    /// several, and an empty bytea among them.
+    @Test func binaryArrayParametersArriveAsSent() throws {
+        let db = try PostgresConnection(conninfo: try PostgresCluster.shared().createDatabase())
+        for values in [[Int64](), [7], [-1, 0, Int64.max, Int64.min]] {
+            let r = try db.execute("SELECT coalesce(array_length($1::bigint[], 1), 0)::bigint, coalesce(array_to_string($1::bigint[], ','), '')",
+                                   [.int8Array(values)])
+            #expect(r.int64(0, 0) == Int64(values.count))
+            #expect(r.text(0, 1) == values.map(String.init).joined(separator: ","))
+        }
+        let bools = try db.execute("SELECT array_to_string($1::boolean[], ',')", [.boolArray([true, false, true])])
+        #expect(bools.text(0, 0) == "t,f,t")
+        for values in [[[UInt8]](), [[1, 2, 255]], [[], [0], Array(0...255)]] {
+            let r = try db.execute("SELECT i, v FROM unnest($1::bytea[]) WITH ORDINALITY AS t(v, i) ORDER BY i", [.byteaArray(values)])
+            #expect(r.count == values.count)
+            for row in 0..<r.count { #expect(r.bytes(row, 1) == values[row]) }
+        }
+    }
 
     @Test func aRefusedConnectionNamesTheServerButNotThePassword() throws {
         do {

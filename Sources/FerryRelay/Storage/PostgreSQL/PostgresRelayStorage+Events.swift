@@ -16,15 +16,15 @@ extension PostgresRelayStorage {
             // for each push: a plan kept from when the table was small would scan it whole.
             var storedEvents = Set<[UInt8]>()
             let known = try db.execute("""
-                SELECT event FROM events WHERE owner = $1 AND event = ANY(ARRAY(SELECT decode(h, 'hex') FROM unnest($2::text[]) h))
-                """, [o, .text(Self.hexArray(events.map(\.event.bytes)))], prepared: false)
+                SELECT event FROM events WHERE owner = $1 AND event = ANY($2::bytea[])
+                """, [o, .byteaArray(events.map(\.event.bytes))], prepared: false)
             for row in 0..<known.count { if let e = known.bytes(row, 0) { storedEvents.insert(e) } }
             struct Current { var id: Int64?; var stamp: [UInt8]; var event: [UInt8]; var size: Int64; var pending: Int? }
             var streams: [[UInt8]: Current] = [:]
             let rows = try db.execute("""
                 SELECT stream, id, stamp, event, length(data)::bigint FROM events
-                WHERE owner = $1 AND stream = ANY(ARRAY(SELECT decode(h, 'hex') FROM unnest($2::text[]) h))
-                """, [o, .text(Self.hexArray(events.map(\.stream.bytes)))], prepared: false)
+                WHERE owner = $1 AND stream = ANY($2::bytea[])
+                """, [o, .byteaArray(events.map(\.stream.bytes))], prepared: false)
             for row in 0..<rows.count {
                 guard let stream = rows.bytes(row, 0) else { continue }
                 streams[stream] = Current(id: rows.int64(row, 1), stamp: rows.bytes(row, 2) ?? [], event: rows.bytes(row, 3) ?? [],
@@ -66,21 +66,19 @@ extension PostgresRelayStorage {
                 throw RelayStorageError.quotaExceeded(quotaBytes: quota, usedBytes: before.usedBytes, neededBytes: addedBytes)
             }
             if !removed.isEmpty {
-                try db.execute("DELETE FROM events WHERE id = ANY($1::text::bigint[])",
-                               [.text("{" + removed.map(String.init).joined(separator: ",") + "}")])
+                try db.execute("DELETE FROM events WHERE id = ANY($1::bigint[])", [.int8Array(removed)])
             }
             let rowsToInsert = inserts.compactMap { $0 }
             if !rowsToInsert.isEmpty {
                 let chosen = rowsToInsert.map { events[$0.index] }
                 try db.execute("""
                     INSERT INTO events(owner, seq, event, stream, stamp, deleted, stored_at, data)
-                    SELECT $1, s, decode(e, 'hex'), decode(st, 'hex'), decode(sk, 'hex'), d, $7, decode(x, 'hex')
-                    FROM unnest($2::text::bigint[], $3::text[], $4::text[], $5::text[], $6::text::boolean[], $8::text[]) AS t(s, e, st, sk, d, x)
-                    """, [o, .text("{" + rowsToInsert.map { String($0.seq) }.joined(separator: ",") + "}"),
-                          .text(Self.hexArray(chosen.map(\.event.bytes))), .text(Self.hexArray(chosen.map(\.stream.bytes))),
-                          .text(Self.hexArray(chosen.map(\.stampKey))),
-                          .text("{" + chosen.map { $0.deleted ? "t" : "f" }.joined(separator: ",") + "}"),
-                          .int(now), .text(Self.hexArray(chosen.map(\.bytes)))])
+                    SELECT $1, s, e, st, sk, d, $7, x
+                    FROM unnest($2::bigint[], $3::bytea[], $4::bytea[], $5::bytea[], $6::boolean[], $8::bytea[]) AS t(s, e, st, sk, d, x)
+                    """, [o, .int8Array(rowsToInsert.map(\.seq)),
+                          .byteaArray(chosen.map(\.event.bytes)), .byteaArray(chosen.map(\.stream.bytes)),
+                          .byteaArray(chosen.map(\.stampKey)), .boolArray(chosen.map(\.deleted)),
+                          .int(now), .byteaArray(chosen.map(\.bytes))])
             }
             try db.execute("""
                 UPDATE owners SET next_seq = $1, events = events + $2, event_bytes = event_bytes + $3, last_push_at = $4 WHERE owner = $5
@@ -91,26 +89,6 @@ extension PostgresRelayStorage {
             }
             return outcomes
         }
-    }
-
-    /// `values` as a PostgreSQL text array of lowercase hex strings (`{0a1b,ff00}`), for
-    /// `decode(h, 'hex')` on its elements: hex digits need no quoting in an array literal.
-    static func hexArray(_ values: [[UInt8]]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(2 + values.reduce(0) { $0 + 2 * $1.count + 3 })
-        out.append(UInt8(ascii: "{"))
-        for (i, value) in values.enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            // An empty element must be quoted; hex of one byte or more never needs it.
-            if value.isEmpty { out += Array(#""""#.utf8); continue }
-            for byte in value {
-                out.append(digits[Int(byte >> 4)])
-                out.append(digits[Int(byte & 0x0f)])
-            }
-        }
-        out.append(UInt8(ascii: "}"))
-        return String(decoding: out, as: UTF8.self)
     }
 
     public func pull(_ owner: OwnerID, after cursor: Cursor, limit: Int, maxBytes: Int) throws(RelayStorageError) -> EventPage {

@@ -6,13 +6,8 @@ public enum KeyedHash {
     /// The `length`-byte (16...64) BLAKE2b hash of `message` under `key` (16...64 bytes).
     public static func hash(_ message: [UInt8], key: SecretKey, length: Int = 32) -> [UInt8] {
         precondition((16...64).contains(length), "a BLAKE2b output is 16 to 64 bytes")
-        precondition((16...64).contains(key.count), "a BLAKE2b key is 16 to 64 bytes")
-        Sodium.ensureInitialized()
         var out = [UInt8](repeating: 0, count: length)
-        key.withUnsafeBytes { k in
-            _ = crypto_generichash(&out, length, message, UInt64(message.count),
-                                   k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
-        }
+        out.withUnsafeMutableBytes { hash(message, key: key, into: $0) }
         return out
     }
 
@@ -20,16 +15,19 @@ public enum KeyedHash {
     /// key, length: 32).prefix(16)`), as two big-endian words: for the 128-bit ids derived from
     /// a hash, without an array for the output.
     public static func prefix128(of message: [UInt8], key: SecretKey) -> (high: UInt64, low: UInt64) {
+        var out: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &out) { hash(message, key: key, into: $0) }
+        return (UInt64(bigEndian: out.0), UInt64(bigEndian: out.1))
+    }
+
+    /// Fills `out` (16...64 bytes) with the hash of `message` under `key`.
+    private static func hash(_ message: [UInt8], key: SecretKey, into out: UnsafeMutableRawBufferPointer) {
         precondition((16...64).contains(key.count), "a BLAKE2b key is 16 to 64 bytes")
         Sodium.ensureInitialized()
-        var out: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        withUnsafeMutableBytes(of: &out) { o in
-            key.withUnsafeBytes { k in
-                _ = crypto_generichash(o.baseAddress!.assumingMemoryBound(to: UInt8.self), 32, message, UInt64(message.count),
-                                       k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
-            }
+        key.withUnsafeBytes { k in
+            _ = crypto_generichash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count, message, UInt64(message.count),
+                                   k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
         }
-        return (UInt64(bigEndian: out.0), UInt64(bigEndian: out.1))
     }
 
     /// The unkeyed `length`-byte BLAKE2b hash of `message`.

@@ -20,10 +20,13 @@ public struct Envelope: Sendable, Hashable {
         self.body = body
     }
 
+    /// The size of the binary form.
+    public var encodedSize: Int { EnvelopeHeader.encodedSize + 4 + body.count }
+
     /// The binary form.
     public var encoded: [UInt8] {
         var out = [UInt8]()
-        out.reserveCapacity(EnvelopeHeader.encodedSize + 4 + body.count)
+        out.reserveCapacity(encodedSize)
         append(to: &out)
         return out
     }

@@ -39,13 +39,7 @@ public struct VarlinkEncodedReply: Sendable {
 
     /// - Parameter parametersJSON: the bytes of one valid JSON object.
     public init(parametersJSON: [UInt8]) {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(parametersJSON.count + 40)
-        bytes += VarlinkReplyParameters.continuingPrefix
-        bytes += parametersJSON
-        bytes.append(UInt8(ascii: "}"))
-        bytes.append(0)
-        self.bytes = bytes
+        self.init(capacity: parametersJSON.count) { $0 += parametersJSON }
     }
 
     public init(parameters: [String: JSONValue]) {

@@ -283,7 +283,7 @@ final class TransportRunner: Sendable {
         var through = page.through
         for (i, item) in page.items.enumerated() {
             let envelope = sealer.seal(item.version)
-            let size = EnvelopeHeader.encodedSize + 4 + envelope.body.count
+            let size = envelope.encodedSize
             if !batch.isEmpty, bytes + size > batchBytes {
                 through = page.items[i - 1].outboxSeq
                 break

@@ -42,6 +42,21 @@ public struct FolderFileHeader: Sendable, Hashable {
         self.bodyLength = bodyLength
     }
 
+    /// The start of a file's bytes: zeros where its header goes (`finish` writes it once the
+    /// body's length is known), with room reserved for `bodyCapacity` bytes of body.
+    static func fileStart(bodyCapacity: Int) -> [UInt8] {
+        var file = [UInt8](repeating: 0, count: encodedSize)
+        file.reserveCapacity(encodedSize + bodyCapacity)
+        return file
+    }
+
+    /// Writes into the front of `file` (begun with `fileStart`) the header of a file of `kind`
+    /// whose body is the rest of it.
+    static func finish(_ file: inout [UInt8], kind: Kind, owner: OwnerID, device: NodeID, seq: UInt64) {
+        let header = FolderFileHeader(kind: kind, owner: owner, device: device, seq: seq, bodyLength: UInt64(file.count - encodedSize))
+        file.replaceSubrange(0..<encodedSize, with: header.encoded)
+    }
+
     /// The binary form.
     public var encoded: [UInt8] {
         var out = [UInt8]()

@@ -114,7 +114,7 @@ struct FolderOwnLog: Sendable {
             let outcome = try FolderFileReader.scan(
                 path: dir + "/" + name, label: name, from: 0, expect: .init(kind: kind, owner: owner, device: device, seq: seq),
                 visit: {
-                    headers.append(($0.header, Frame.headerSize + EnvelopeHeader.encodedSize + 4 + $0.body.count))
+                    headers.append(($0.header, Frame.size(of: $0)))
                     return true
                 }, unreadable: { _ in bad += 1 })
             for (header, size) in headers { log.note(header, size: size) }

@@ -53,13 +53,10 @@ extension FolderTransport {
         // A stable order (by stamp, then stream) so equal contents give equal files.
         let kept = latest.values.sorted { ($0.header.stamp, $0.header.stream) < ($1.header.stamp, $1.header.stream) }
         // The file: its header (written once the body's length is known), then the frames.
-        var file = [UInt8](repeating: 0, count: FolderFileHeader.encodedSize)
-        file.reserveCapacity(FolderFileHeader.encodedSize + kept.reduce(0) { $0 + Frame.headerSize + EnvelopeHeader.encodedSize + 4 + $1.body.count })
+        var file = FolderFileHeader.fileStart(bodyCapacity: kept.reduce(0) { $0 + Frame.size(of: $1) })
         for envelope in kept { Frame.append(envelope, to: &file) }
         let seq = log.lastSeq
-        let header = FolderFileHeader(kind: .snapshot, owner: owner, device: device, seq: seq,
-                                      bodyLength: UInt64(file.count - FolderFileHeader.encodedSize))
-        file.replaceSubrange(0..<FolderFileHeader.encodedSize, with: header.encoded)
+        FolderFileHeader.finish(&file, kind: .snapshot, owner: owner, device: device, seq: seq)
         try FolderIO.writeAtomically(file, dir: ownDirectory, name: FolderFileName.snapshotName(seq), tempTag: tempTag())
         if let old = log.snapshot, old.seq != seq { try FolderIO.remove(ownDirectory + "/" + FolderFileName.snapshotName(old.seq)) }
         for s in log.segments.keys { try FolderIO.remove(ownDirectory + "/" + FolderFileName.segmentName(s)) }
@@ -69,6 +66,6 @@ extension FolderTransport {
         log.streams = [:]
         log.liveBytes = 0
         log.garbageBytes = 0
-        for envelope in kept { log.note(envelope.header, size: Frame.headerSize + EnvelopeHeader.encodedSize + 4 + envelope.body.count) }
+        for envelope in kept { log.note(envelope.header, size: Frame.size(of: envelope)) }
     }
 }

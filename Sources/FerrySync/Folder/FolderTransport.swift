@@ -128,9 +128,7 @@ public final class FolderTransport: Transport {
                 outcomes.reserveCapacity(batch.count)
                 // The file: its header (written last, once the body's length is known), then a
                 // frame per new version.
-                var file = [UInt8](repeating: 0, count: FolderFileHeader.encodedSize)
-                file.reserveCapacity(FolderFileHeader.encodedSize
-                                     + batch.reduce(0) { $0 + Frame.headerSize + EnvelopeHeader.encodedSize + 4 + $1.body.count })
+                var file = FolderFileHeader.fileStart(bodyCapacity: batch.reduce(0) { $0 + Frame.size(of: $1) })
                 var fresh = 0
                 // The batch's new versions go into the log's stream table as they are accepted
                 // (one lookup each, which also finds duplicates within the batch); a failure
@@ -143,7 +141,7 @@ public final class FolderTransport: Transport {
                         outcomes.append(.rejected("too large for \(name): the envelope's body of \(envelope.body.count) bytes exceeds the limit of "
                             + "\(Envelope.maxBodyBytes) that every device reads; make the record smaller"))
                     } else {
-                        switch current.noteIfNewer(envelope.header, size: Frame.headerSize + EnvelopeHeader.encodedSize + 4 + envelope.body.count) {
+                        switch current.noteIfNewer(envelope.header, size: Frame.size(of: envelope)) {
                         case .added:
                             Frame.append(envelope, to: &file)
                             fresh += 1
@@ -162,9 +160,7 @@ public final class FolderTransport: Transport {
                     return outcomes
                 }
                 let seq = current.lastSeq + 1
-                let header = FolderFileHeader(kind: .segment, owner: owner, device: device, seq: seq,
-                                              bodyLength: UInt64(file.count - FolderFileHeader.encodedSize))
-                file.replaceSubrange(0..<FolderFileHeader.encodedSize, with: header.encoded)
+                FolderFileHeader.finish(&file, kind: .segment, owner: owner, device: device, seq: seq)
                 do throws(FolderIOError) {
                     // Never over a file already there: only another installation writing as this
                     // device (a cloned machine, a copied state directory) puts segments here, and a

@@ -37,25 +37,31 @@ public enum Frame {
         return out
     }
 
+    /// The bytes of the frame holding `envelope`.
+    public static func size(of envelope: Envelope) -> Int {
+        headerSize + envelope.encodedSize
+    }
+
     /// Appends the frame holding `payload` to `out`.
     public static func append(_ payload: [UInt8], to out: inout [UInt8]) {
-        precondition(payload.count <= maxPayloadBytes, "a frame's payload is at most \(maxPayloadBytes) bytes")
-        BigEndian.append(magic, to: &out)
-        BigEndian.append(UInt32(payload.count), to: &out)
-        BigEndian.append(CRC32.checksum(payload), to: &out)
-        out.append(contentsOf: payload)
+        append(length: payload.count, to: &out) { $0 += payload }
     }
 
     /// Appends the frame holding `envelope.encoded`, encoding the envelope in place: the same
     /// bytes as `append(envelope.encoded, to:)`, without an array of its own.
     public static func append(_ envelope: Envelope, to out: inout [UInt8]) {
-        let length = EnvelopeHeader.encodedSize + 4 + envelope.body.count
+        append(length: envelope.encodedSize, to: &out) { envelope.append(to: &$0) }
+    }
+
+    /// Appends a frame header for a payload of `length` bytes, the payload `write` appends, and
+    /// then the payload's checksum into the header.
+    private static func append(length: Int, to out: inout [UInt8], _ write: (inout [UInt8]) -> Void) {
         precondition(length <= maxPayloadBytes, "a frame's payload is at most \(maxPayloadBytes) bytes")
         BigEndian.append(magic, to: &out)
         BigEndian.append(UInt32(length), to: &out)
         let checksumAt = out.count
         BigEndian.append(UInt32(0), to: &out)
-        envelope.append(to: &out)
+        write(&out)
         let checksum = out.withUnsafeBufferPointer { CRC32.checksum(UnsafeBufferPointer(rebasing: $0[(checksumAt + 4)...])) }
         for k in 0..<4 { out[checksumAt + k] = UInt8(truncatingIfNeeded: checksum >> (24 - 8 * k)) }
     }

@@ -100,6 +100,39 @@ import Testing
         #expect(try writer.db.scalarInt("SELECT count(*) FROM t") ?? 0 > 0)
     }
 
+    /// Started over, the log file keeps its size, so the next commits overwrite pages the kernel
+    /// holds instead of growing into freed ones again; only a log that one large transaction
+    /// took past twice the limit is trimmed, back to that.
+    @Test func theLogFileKeepsItsSizeWhenStartedOverAndIsTrimmedPastTwiceTheLimit() throws {
+        let dir = TempDir()
+        let writer = try Writer(dir)
+        writer.checkpointer.stop()
+        let log = dir.path + "/log.db-wal"
+        func size() -> Int {
+            ((try? FileManager.default.attributesOfItem(atPath: log))?[.size] as? NSNumber)?.intValue ?? 0
+        }
+        #expect(writer.watch.trimBytes == 2 << 20)
+        let largest = try writer.commitUntilRestart()
+        // 384 pages and more were logged (with their frame headers): past the 1 MiB limit.
+        #expect(size() > largest * 4096, "the log file is \(size()) bytes after holding \(largest) pages")
+        for _ in 0..<3 {
+            let held = size()
+            _ = try writer.commitUntilRestart()
+            #expect(size() == held, "the log file went from \(held) to \(size()) bytes")
+        }
+        // One transaction of about 3 MiB takes the file past 2 MiB; the restart after it trims it.
+        try writer.db.transaction {
+            for _ in 0..<1000 {
+                writer.insert.bind(1, blob: [UInt8](repeating: 9, count: 3000))
+                try writer.insert.run()
+            }
+        }
+        #expect(size() > 3 << 20)
+        writer.watch.afterCommit()
+        try writer.commit()
+        #expect(size() <= 2 << 20, "the log file is \(size()) bytes after a restart past twice the limit")
+    }
+
     /// With a checkpointer that does not keep up (here: stopped), the writer starts the log over
     /// itself once it is half as big again as the limit: the log stays bounded.
     @Test func theLogStaysBoundedWhenTheCheckpointerFallsBehind() throws {

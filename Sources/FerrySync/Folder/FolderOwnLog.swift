@@ -18,7 +18,7 @@ struct FolderOwnLog: Sendable {
     /// Frames in this device's own files that could not be read when it was loaded.
     var unreadable = 0
     /// The newest stamp of each stream in this device's files, and the size of its frame.
-    var streams: [StreamID: (stamp: Stamp, size: UInt32)] = [:]
+    var streams = StreamTable()
     /// Bytes of frames that are the newest of their stream, and of frames superseded by a
     /// newer one of the same stream (what compaction would drop).
     var liveBytes: UInt64 = 0
@@ -50,7 +50,7 @@ struct FolderOwnLog: Sendable {
             return .added
         }
         if existing.stamp >= header.stamp {
-            streams[header.stream] = existing
+            streams.updateValue(existing, forKey: header.stream)
             return existing.stamp == header.stamp ? .sameVersion : .olderVersion
         }
         garbageBytes += UInt64(existing.size)

@@ -63,7 +63,7 @@ extension FolderTransport {
         try FolderIO.syncDirectory(ownDirectory)
         log.snapshot = (seq, UInt64(file.count))
         log.segments = [:]
-        log.streams = [:]
+        log.streams.removeAll()
         log.liveBytes = 0
         log.garbageBytes = 0
         for envelope in kept { log.note(envelope.header, size: Frame.size(of: envelope)) }

@@ -133,7 +133,6 @@ public final class FolderTransport: Transport {
                 // The batch's new versions go into the log's stream table as they are accepted
                 // (one lookup each, which also finds duplicates within the batch); a failure
                 // below drops `current` with them.
-                current.streams.reserveCapacity(current.streams.count + batch.count)
                 for envelope in batch {
                     if envelope.header.owner != owner {
                         outcomes.append(.rejected("the envelope belongs to owner \(envelope.header.owner); the folder transport \(name) carries owner \(owner)"))

@@ -74,17 +74,9 @@ extension Store {
             let missing = try any.step()
             any.reset()
             guard missing else { return [] }
-            // One pass over the space's references (current versions and kept losing ones),
-            // each looked up among the missing: linear in the records, however many are missing.
-            let statement = try db.cached("""
-                WITH missing(sha256) AS (SELECT sha256 FROM attachments WHERE present = 0 AND refs > 0 AND sha256 > ?3)
-                SELECT j.value FROM records r, json_each(r.attachments) j
-                WHERE r.sid = ?1 AND r.attachments IS NOT NULL AND j.value IN missing
-                UNION
-                SELECT j.value FROM losers l JOIN records r ON r.rid = l.rid, json_each(l.attachments) j
-                WHERE r.sid = ?1 AND l.attachments IS NOT NULL AND j.value IN missing
-                ORDER BY 1 LIMIT ?2
-                """)
+            // One pass over the space's references (current versions and kept losing ones, read
+            // from the indexes of those with attachments), each looked up among the missing.
+            let statement = try db.cached(Self.missingAttachmentsSQL)
             defer { statement.reset() }
             statement.bind(1, sid); statement.bind(2, max(1, limit)); statement.bind(3, after ?? "")
             var out: [String] = []
@@ -93,16 +85,33 @@ extension Store {
         }
     }
 
-    /// The attachments the current records of `space` reference, going through its records in
-    /// pages of `limit` by rid, after `afterRID`: the page's attachments (each once) and the last
-    /// rid read (nil when no record is left). Linear in the records, whatever is attached.
+    /// `missingAttachments`: ?1 the space, ?2 the limit, ?3 the SHA-256 to list after. Losing
+    /// versions are read first (CROSS JOIN), from the index of those with attachments.
+    static let missingAttachmentsSQL: StaticString = """
+        WITH missing(sha256) AS (SELECT sha256 FROM attachments WHERE present = 0 AND refs > 0 AND sha256 > ?3)
+        SELECT j.value FROM records r, json_each(r.attachments) j
+        WHERE r.sid = ?1 AND r.attachments IS NOT NULL AND j.value IN missing
+        UNION
+        SELECT j.value FROM losers l CROSS JOIN records r ON r.rid = l.rid, json_each(l.attachments) j
+        WHERE r.sid = ?1 AND l.attachments IS NOT NULL AND j.value IN missing
+        ORDER BY 1 LIMIT ?2
+        """
+
+    /// `referencedAttachments`: ?1 the space, ?2 the rid to read after, ?3 the limit.
+    static let referencedAttachmentsSQL: StaticString = """
+        SELECT rid, attachments FROM records WHERE sid = ?1 AND rid > ?2 AND attachments IS NOT NULL ORDER BY rid LIMIT ?3
+        """
+
+    /// The attachments the current records of `space` reference, going through its records that
+    /// reference any in pages of `limit` by rid, after `afterRID`: the page's attachments (each
+    /// once) and the last rid read (nil when no such record is left). Each page is read in rid
+    /// order from the index of records with attachments, so a whole pass is linear in those
+    /// records and costs nothing for the others.
     public func referencedAttachments(space: String = Store.privateSpace, afterRID: Int64,
                                       limit: Int = 1000) throws(FerryError) -> (shas: [String], last: Int64?) {
         let sid = try catalog.sid(space)
         return try read("listing attachments", slow: true) { db in
-            let statement = try db.cached("""
-                SELECT rid, attachments FROM records WHERE sid = ?1 AND rid > ?2 ORDER BY rid LIMIT ?3
-                """)
+            let statement = try db.cached(Self.referencedAttachmentsSQL)
             defer { statement.reset() }
             statement.bind(1, sid); statement.bind(2, afterRID); statement.bind(3, max(1, limit))
             var shas: [String] = []

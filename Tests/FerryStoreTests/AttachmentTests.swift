@@ -1,3 +1,4 @@
+import FerrySQLite
 import FerryTestSupport
 import Foundation
 import Testing
@@ -199,5 +200,63 @@ import Testing
             after = last
         }
         #expect(listed == ((1...3000).map(sha) + [shared]).sorted())
+    }
+
+    /// The check for blobs a transport lost pages through the records that reference
+    /// attachments, in rid order: every current reference of the space comes, once a page,
+    /// and none of another space or of a version no longer current.
+    @Test func referencedAttachmentsPageThroughTheRecordsThatHaveAny() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.createSpace(name: "team")
+        func sha(_ i: Int) -> String { String(format: "%064x", i) }
+        func version(_ id: String, _ millis: Int64, _ attachments: [String]) -> RecordVersion {
+            RecordVersion(entity: "doc", id: id, hlc: Stamp(millis: millis, counter: 0, node: NodeID(5)), deleted: false,
+                          payload: "{}", attachments: attachments)
+        }
+        var expected = Set<String>()
+        for i in 0..<60 {
+            // Every third record has no attachment; every fifth has two.
+            let attachments = i % 3 == 0 ? [] : (i % 5 == 0 ? [sha(i), sha(1000 + i)] : [sha(i)])
+            _ = try store.applyRemote([version("R\(i)", 1, attachments)], origin: .remote(transport: "t"))
+            _ = try store.applyRemote(space: "team", [version("T\(i)", 1, [sha(5000 + i)])], origin: .remote(transport: "t"))
+            expected.formUnion(attachments)
+        }
+        // A newer version without its attachment: R1's is no longer referenced.
+        _ = try store.applyRemote([version("R1", 2, [])], origin: .remote(transport: "t"))
+        expected.remove(sha(1))
+        for limit in [1, 7, 1000] {
+            var listed: [String] = [], after: Int64 = 0, pages = 0
+            while true {
+                let page = try store.referencedAttachments(afterRID: after, limit: limit)
+                guard let last = page.last else { break }
+                #expect(last > after && !page.shas.isEmpty)
+                listed += page.shas
+                after = last
+                pages += 1
+            }
+            #expect(Set(listed) == expected && listed.count == expected.count, "limit \(limit)")
+            #expect(pages == (39 + limit - 1) / limit, "limit \(limit): 39 records reference attachments")
+        }
+    }
+
+    /// Both attachment queries read the indexes of versions with attachments (schema version
+    /// 4), never every record of the space: before, each page of the blob check sorted the
+    /// whole space.
+    @Test func attachmentQueriesReadOnlyVersionsWithAttachments() throws {
+        let dir = TempDir()
+        do { _ = try makeStore(dir) }
+        let db = try Database(path: dir.path + "/ferry.db")
+        func plan(_ sql: StaticString) throws -> String {
+            let statement = try db.prepare("EXPLAIN QUERY PLAN \(sql)")
+            var lines: [String] = []
+            while try statement.step() { lines.append(statement.text(3) ?? "") }
+            return lines.joined(separator: "; ")
+        }
+        let referenced = try plan(Store.referencedAttachmentsSQL)
+        #expect(referenced.contains("records_with_attachments") && !referenced.contains("TEMP B-TREE"), "\(referenced)")
+        let missing = try plan(Store.missingAttachmentsSQL)
+        #expect(missing.contains("records_with_attachments") && missing.contains("losers_with_attachments")
+                    && !missing.contains("records_by_stamp") && !missing.contains("SCAN r"), "\(missing)")
     }
 }

@@ -97,9 +97,11 @@ extension Store {
         ORDER BY 1 LIMIT ?2
         """
 
-    /// `referencedAttachments`: ?1 the space, ?2 the rid to read after, ?3 the limit.
+    /// `referencedAttachments`: ?1 the space, ?2 the rid to read after, ?3 the limit, ?4 the
+    /// greatest change seq of the versions read.
     static let referencedAttachmentsSQL: StaticString = """
-        SELECT rid, attachments FROM records WHERE sid = ?1 AND rid > ?2 AND attachments IS NOT NULL ORDER BY rid LIMIT ?3
+        SELECT rid, attachments FROM records WHERE sid = ?1 AND rid > ?2 AND attachments IS NOT NULL AND seq <= ?4
+        ORDER BY rid LIMIT ?3
         """
 
     /// The attachments the current records of `space` reference, going through its records that
@@ -107,13 +109,22 @@ extension Store {
     /// once) and the last rid read (nil when no such record is left). Each page is read in rid
     /// order from the index of records with attachments, so a whole pass is linear in those
     /// records and costs nothing for the others.
-    public func referencedAttachments(space: String = Store.privateSpace, afterRID: Int64,
-                                      limit: Int = 1000) throws(FerryError) -> (shas: [String], last: Int64?) {
+    ///
+    /// With `sentTo`, only records whose current version that transport of the space has been
+    /// sent (its push cursor is past the version's change; none for a transport it does not
+    /// have): the push puts the blobs of the others before them.
+    public func referencedAttachments(space: String = Store.privateSpace, afterRID: Int64, limit: Int = 1000,
+                                      sentTo transport: String? = nil) throws(FerryError) -> (shas: [String], last: Int64?) {
         let sid = try catalog.sid(space)
         return try read("listing attachments", slow: true) { db in
+            var through = Int64.max
+            if let transport {
+                guard let cursor = try Self.pushCursor(sid: sid, transport: transport, in: db) else { return ([], nil) }
+                through = cursor.sent
+            }
             let statement = try db.cached(Self.referencedAttachmentsSQL)
             defer { statement.reset() }
-            statement.bind(1, sid); statement.bind(2, afterRID); statement.bind(3, max(1, limit))
+            statement.bind(1, sid); statement.bind(2, afterRID); statement.bind(3, max(1, limit)); statement.bind(4, through)
             var shas: [String] = []
             var seen = Set<String>()
             var last: Int64?

@@ -155,12 +155,12 @@ extension Store {
     // MARK: Sending
 
     /// Where a transport's push stands: its cursor, and the seq it was (re)started at.
-    private struct PushCursor {
+    struct PushCursor {
         var sent: Int64
         var since: Int64
     }
 
-    private static func pushCursor(sid: Int64, transport: String, in db: Database) throws(SQLiteError) -> PushCursor? {
+    static func pushCursor(sid: Int64, transport: String, in db: Database) throws(SQLiteError) -> PushCursor? {
         let statement = try db.cached("SELECT sent, since FROM transports WHERE sid = ? AND name = ?")
         defer { statement.reset() }
         statement.bind(1, sid); statement.bind(2, transport)

@@ -14,7 +14,7 @@ final class EngineDevice: Sendable {
 
     /// `logs` maps a transport's configured location to the shared log it uses.
     init(logs: [String: MemoryLog], backoff: (@Sendable (SyncFailure, Int) -> Duration)? = nil,
-         configure: (inout SyncOptions) -> Void = { _ in }) throws {
+         log syncLog: SyncLog = .silent, configure: (inout SyncOptions) -> Void = { _ in }) throws {
         var config = StoreConfiguration(directory: dir.path + "/state")
         config.durability = .normal
         store = try Store(configuration: config)
@@ -24,7 +24,7 @@ final class EngineDevice: Sendable {
         options.attachmentWait = .seconds(5)
         if let backoff { options.backoff = backoff }
         configure(&options)
-        engine = SyncEngine(store: store, options: options, log: .silent) { info, _, _ throws(TransportFailure) in
+        engine = SyncEngine(store: store, options: options, log: syncLog) { info, _, _ throws(TransportFailure) in
             guard let log = logs[info.config] else { throw .rejected("no log \(info.config)") }
             return MemoryTransport(name: info.name, log: log)
         }

@@ -386,9 +386,12 @@ final class TransportRunner: Sendable {
 
     // MARK: Blobs that vanish
 
-    /// For a transport whose blobs can vanish: every `blobCheckInterval`, and at SyncNow, puts
-    /// back the blobs of the space's attachments that are here and that the transport no
-    /// longer has (a user or the sync tool deleted them), so other devices can still fetch them.
+    /// For a transport whose blobs can vanish: every `blobCheckInterval`, and at SyncNow and
+    /// resume, puts back the blobs of the space's attachments that are here and that the
+    /// transport no longer has (a user or the sync tool deleted them), so other devices can
+    /// still fetch them. Only attachments of versions the transport was sent count: the push
+    /// puts the blobs of the others before it sends them (counting them had a resume report
+    /// blobs "gone" that were only not sent yet).
     private func blobCheckLoop() async {
         while !Task.isCancelled {
             await blobCheck.wait(timeout: options.blobCheckInterval)
@@ -398,11 +401,12 @@ final class TransportRunner: Sendable {
         }
     }
 
-    /// One check: the attachments the space's records reference, a page of records at a time;
-    /// for each one here whose blob the transport lacks, the blob is sealed and put again. A
-    /// failure ends the check early (the sync loops report such failures); it is only logged.
+    /// One check: the attachments the space's records sent to the transport reference, a page
+    /// of records at a time; for each one here whose blob the transport lacks, the blob is
+    /// sealed and put again. A failure ends the check early (the sync loops report such
+    /// failures); it is only logged.
     private func putBackVanishedBlobs() async {
-        let store = self.store, space = self.space
+        let store = self.store, space = self.space, name = info.name
         var after: Int64 = 0
         var putBack = 0
         var checked = Set<String>()
@@ -411,7 +415,7 @@ final class TransportRunner: Sendable {
             do {
                 let from = after
                 page = try await local("listing attachments") { () throws(FerryError) in
-                    try store.referencedAttachments(space: space, afterRID: from)
+                    try store.referencedAttachments(space: space, afterRID: from, sentTo: name)
                 }
             } catch {
                 log(.debug, "\(info.name): cannot check attachment blobs: \(error)", fields)

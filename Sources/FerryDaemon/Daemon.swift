@@ -214,6 +214,8 @@ public enum Daemon {
         engineTask.cancel()
         _ = await engineTask.value
         signals.cancel()
+        // The database file alone then holds every write (a backup copies it, not the log).
+        if !store.close() { logger.warning("the store's write-ahead log could not be emptied; it is read back at the next start") }
         logger.info("stopped")
         return 0
     }

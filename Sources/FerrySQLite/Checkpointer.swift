@@ -16,6 +16,9 @@ public final class Checkpointer: @unchecked Sendable {
     private let wake = DispatchSemaphore(value: 0)
     private let lock = NSLock()
     private var stopping = false
+    /// Whether the last checkpoint empties the log, and whether it did (under `lock`).
+    private var truncateLast = false
+    private var lastTruncated = false
     private var progress = Pass(logged: 0, copied: 0)
     /// Held for each pass, and by `withPassesHeld`.
     private let passLock = NSLock()
@@ -61,13 +64,24 @@ public final class Checkpointer: @unchecked Sendable {
         return try body()
     }
 
-    /// Stops the thread after a last checkpoint.
-    public func stop() {
+    /// Stops the thread after a last checkpoint; a later call returns at once. With `truncating`
+    /// the last checkpoint copies the whole log (waiting for no reader: meant for when nothing
+    /// reads or writes any more) and empties the file, so that the database file alone holds
+    /// every committed write. Returns whether the last checkpoint did that.
+    @discardableResult
+    public func stop(truncating: Bool = false) -> Bool {
         lock.lock()
+        let first = !stopping
         stopping = true
+        truncateLast = truncating
         lock.unlock()
-        wake.signal()
-        finished.wait()
+        if first {
+            wake.signal()
+            finished.wait()
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        return lastTruncated
     }
 
     private func run() {
@@ -81,12 +95,30 @@ public final class Checkpointer: @unchecked Sendable {
                 wake.wait()
             }
             lock.lock()
-            let done = stopping
+            let done = stopping, truncate = truncateLast
             lock.unlock()
+            if done && truncate {
+                let truncated = truncateLog()
+                lock.lock()
+                lastTruncated = truncated
+                lock.unlock()
+                break
+            }
             behind = !checkpoint()
             if done { break }
         }
         finished.signal()
+    }
+
+    /// A TRUNCATE checkpoint: copies the whole log and empties the file; false when a reader or
+    /// a writer kept it from that (SQLITE_BUSY) or it failed.
+    private func truncateLog() -> Bool {
+        passLock.lock(); defer { passLock.unlock() }
+        guard let statement = try? db.prepare("PRAGMA wal_checkpoint(TRUNCATE)"), (try? statement.step()) == true else {
+            return false
+        }
+        // (busy, frames in the log, frames checkpointed): an emptied log reports 0 and 0.
+        return statement.int64(0) == 0 && statement.int64(1) == 0
     }
 
     /// Runs a PASSIVE checkpoint; true when it copied the whole log, false when readers or a

@@ -15,7 +15,7 @@
 /// commit there paid for fresh pages (measured: a single put in ferryd took about 4 µs of CPU
 /// more, a tenth of it). The connection's `journal_size_limit` (`trimBytes`, twice `maxBytes`)
 /// trims only a log that one large transaction took past what the restarts keep it under (one
-/// and a half times `maxBytes`, and a commit); a clean close removes the file.
+/// and a half times `maxBytes`, and a commit); `Checkpointer.stop(truncating:)` empties it.
 ///
 /// A restart copies back, on the writer's thread, whatever the checkpointer has not copied yet:
 /// up to 32 MiB, which held every write (and, in ferryd, every call) for tens of milliseconds.

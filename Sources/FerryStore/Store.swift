@@ -47,6 +47,18 @@ public final class Store: @unchecked Sendable {
         checkpointer.stop()
     }
 
+    /// Copies the write-ahead log into the database file and empties the log, for the end of
+    /// the process (ferryd as it stops): its connections are never closed at exit, so SQLite's
+    /// own last checkpoint never ran, and the database file alone (a backup of a stopped
+    /// ferryd's directory, copied without its `-wal`) lacked every write since the last
+    /// checkpoint. Call it once nothing reads or writes any more; the store stays usable (a
+    /// write after it logs again, and the next open reads that log as usual). Returns whether
+    /// the log was emptied.
+    @discardableResult
+    public func close() -> Bool {
+        checkpointer.stop(truncating: true)
+    }
+
     /// Opens the store in `configuration.directory`, creating or migrating it as needed. While
     /// it is open, no other process can open its database (`Database`'s `processExclusive`): a
     /// second one waits up to five seconds and fails with "database is locked".

@@ -47,7 +47,7 @@ enum ServeCommand {
         logger.notice("stopping (signal \(received))")
         SystemdNotifier.stopping(status: "stopping")
         server.stop()
-        backend.close()
+        if !backend.close() { logger.warning("the database's write-ahead log could not be emptied; it is read back at the next start") }
         logger.notice("stopped")
         exit(0)
     }

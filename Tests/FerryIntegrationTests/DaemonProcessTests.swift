@@ -195,6 +195,33 @@ import FerryVarlink
         daemon.stop()
     }
 
+    /// A stopped ferryd leaves every write in its database file: it empties the write-ahead log
+    /// as it stops (its connections are not closed at exit, so SQLite's own last checkpoint
+    /// never ran and the file lacked every write since the last one). A copy of the file alone,
+    /// without its -wal, as a backup of a stopped daemon's store takes it, holds every record.
+    @Test func aStoppedDaemonLeavesEveryWriteInTheDatabaseFile() async throws {
+        let daemon = try DaemonHarness(name: "stopfile")
+        try daemon.start()
+        let client = try daemon.client()
+        for i in 0..<50 {
+            _ = try await client.call("io.ferry.Store.Put", ["entity": "note", "id": .string("N\(i)"), "payload": ["i": .int(Int64(i))]])
+        }
+        _ = try await client.call("io.ferry.Store.List", ["entity": "note"])
+        client.close()
+        #expect(daemon.stop() == 0)
+        let file = daemon.stateDirectory + "/ferry.db"
+        let log = ((try? FileManager.default.attributesOfItem(atPath: file + "-wal"))?[.size] as? NSNumber)?.intValue ?? 0
+        #expect(log == 0, "the write-ahead log holds \(log) bytes")
+        let copy = daemon.root + "/copy.db"
+        try FileManager.default.copyItem(atPath: file, toPath: copy)
+        let count = try runCommand(Executables.python, ["-c", """
+            import sqlite3, sys
+            print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM records WHERE entity = 'note'").fetchone()[0])
+            """, copy])
+        #expect(count.status == 0 && count.output.trimmingCharacters(in: .whitespacesAndNewlines) == "50", "\(count.output)")
+        #expect(!daemon.log.contains("could not be emptied"), "\(daemon.log)")
+    }
+
     /// A write the daemon acknowledged survives kill -9 (durability full, the default).
     @Test func acknowledgedWritesSurviveKill9() async throws {
         let daemon = try DaemonHarness(config: "[Store]\nDurability=full\n", name: "kill9")

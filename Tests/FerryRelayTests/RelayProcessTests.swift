@@ -1,5 +1,6 @@
 import FerryAPI
 import FerryRelay
+import FerrySQLite
 import FerrySync
 import FerryModel
 import FerryTestSupport
@@ -466,6 +467,28 @@ import Testing
         #expect(n <= 0)
         let closedAfter = Date().timeIntervalSince(t0)
         #expect(closedAfter > 1.5 && closedAfter < 6, "closed after \(closedAfter) s")
+    }
+
+    /// A stopped relay (SQLite) leaves every push in its database file: it empties the
+    /// write-ahead log as it stops, so a copy of relay.db alone, without its -wal, as a backup of
+    /// a stopped relay's directory takes it, holds every event.
+    @Test func aStoppedRelayLeavesEveryPushInTheDatabaseFile() throws {
+        let relay = try RelayHarness(backend: .sqlite)
+        try relay.start()
+        let owner = TestEnvelopes.owner()
+        let token = try relay.createOwner(hex(owner))
+        let batch = (0..<30).map { TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: Int64(1000 + $0), bodySize: 200) }
+        let pushed = try relay.call("POST", "/v1/owners/\(hex(owner))/events", token: token, body: pushBody(batch))
+        #expect(statuses(pushed) == Array(repeating: "accepted", count: 30))
+        #expect(relay.stop() == 0)
+        let file = relay.root + "/state/relay.db"
+        let log = ((try? FileManager.default.attributesOfItem(atPath: file + "-wal"))?[.size] as? NSNumber)?.intValue ?? 0
+        #expect(log == 0, "the write-ahead log holds \(log) bytes")
+        let copy = relay.root + "/copy.db"
+        try FileManager.default.copyItem(atPath: file, toPath: copy)
+        let db = try Database(path: copy)
+        #expect(try db.scalarInt("SELECT count(*) FROM events") == 30)
+        #expect(!relay.log.contains("could not be emptied"), "\(relay.log)")
     }
 
     @Test(arguments: TestBackend.allCases) func aCrashMidPushStoresAllOrNothing(_ backend: TestBackend) throws {

@@ -133,6 +133,25 @@ import Testing
         #expect(size() <= 2 << 20, "the log file is \(size()) bytes after a restart past twice the limit")
     }
 
+    /// Stopped truncating (a store's `close`), the checkpointer copies the whole log and
+    /// empties the file; a later stop returns at once.
+    @Test func aTruncatingStopEmptiesTheLogAndAnotherStopReturns() throws {
+        let dir = TempDir()
+        let writer = try Writer(dir)
+        for _ in 0..<20 { try writer.commit() }
+        let log = dir.path + "/log.db-wal"
+        func size(_ path: String) -> Int {
+            ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
+        }
+        #expect(size(log) > 0)
+        #expect(writer.checkpointer.stop(truncating: true))
+        #expect(size(log) == 0)
+        #expect(writer.checkpointer.stop())
+        let copy = dir.path + "/copy.db"
+        try FileManager.default.copyItem(atPath: dir.path + "/log.db", toPath: copy)
+        #expect(try Database(path: copy).scalarInt("SELECT count(*) FROM t") == 120)
+    }
+
     /// With a checkpointer that does not keep up (here: stopped), the writer starts the log over
     /// itself once it is half as big again as the limit: the log stays bounded.
     @Test func theLogStaysBoundedWhenTheCheckpointerFallsBehind() throws {

@@ -7,6 +7,8 @@ public struct RelayBackend: Sendable {
     public let storage: any RelayStorage
     public let blobs: any BlobStore
     private let wakes: PostgresWakeListener?
+    /// The SQLite storage, emptied of its log at `close`.
+    private var sqlite: SQLiteRelayStorage? { storage as? SQLiteRelayStorage }
 
     /// Opens everything `serve` needs and starts listening for other relays' pushes into `hub`.
     /// - Throws: `RelayStorageError` for the database, or the file system's error for blob directories.
@@ -38,8 +40,14 @@ public struct RelayBackend: Sendable {
         }
     }
 
-    /// Stops listening (at shutdown).
-    public func close() { wakes?.stop() }
+    /// At shutdown, once no request runs: stops listening, and leaves every write of a SQLite
+    /// storage in its database file. Returns false when its log could not be emptied (it is
+    /// read back at the next start).
+    @discardableResult
+    public func close() -> Bool {
+        wakes?.stop()
+        return sqlite?.close() ?? true
+    }
 
     /// Makes the state directory (0700) when it is missing.
     /// - Throws: `StateDirectoryError` saying what is in the way.

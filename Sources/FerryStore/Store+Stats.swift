@@ -3,14 +3,19 @@ import FerryModel
 import FerrySQLite
 
 extension Store {
+    static let recordCountSQL = "SELECT count(*) FROM records"
+    static let tombstoneCountSQL = "SELECT count(*) FROM records WHERE deleted = 1"
+
     /// Store-wide counts (for status displays).
     public func stats() throws(FerryError) -> StoreStats {
         try read("counting", slow: true) { db in
             func count(_ sql: String) throws -> Int64 { try db.scalarInt(sql) ?? 0 }
             let counts = try Self.outboxCounts(in: db, limit: .max)
+            // All records from the smallest index, tombstones from theirs: no record is read.
+            let tombstones = try count(Self.tombstoneCountSQL)
             return StoreStats(
-                records: Int(try count("SELECT count(*) FROM records WHERE deleted = 0")),
-                tombstones: Int(try count("SELECT count(*) FROM records WHERE deleted = 1")),
+                records: Int(try count(Self.recordCountSQL) - tombstones),
+                tombstones: Int(tombstones),
                 outbox: counts.pending + counts.withoutTransport,
                 outboxWithoutTransport: counts.withoutTransport,
                 outboxErrors: Int(try count("SELECT count(DISTINCT rid) FROM outbox_delivery WHERE error IS NOT NULL")),

@@ -390,6 +390,35 @@ import FerrySQLite
         #expect(error?.description.contains("newer") == true)
     }
 
+    /// Status counts live records and tombstones without reading a record: all records from
+    /// the key index, tombstones from theirs (schema version 4). The counts follow puts,
+    /// deletes, remote tombstones and a record written again after its delete, in two spaces.
+    @Test func statsCountRecordsAndTombstonesFromIndexes() throws {
+        let dir = TempDir()
+        do {
+            let store = try makeStore(dir)
+            try store.createSpace(name: "team")
+            for i in 0..<10 { _ = try store.put(entity: "note", id: "n\(i)", payload: "{}") }
+            for i in 0..<4 { _ = try store.put(space: "team", entity: "task", id: "t\(i)", payload: "{}") }
+            for i in 0..<3 { _ = try store.delete(entity: "note", id: "n\(i)") }
+            _ = try store.delete(space: "team", entity: "task", id: "t0")
+            _ = try store.applyRemote([RecordVersion(entity: "note", id: "gone", hlc: Stamp(millis: 1, counter: 0, node: NodeID(9)),
+                                                     deleted: true, payload: nil, attachments: [])], origin: .remote(transport: "t"))
+            _ = try store.put(entity: "note", id: "n0", payload: #"{"again":true}"#)
+            let stats = try store.stats()
+            #expect(stats.records == 11 && stats.tombstones == 4, "\(stats.records) live, \(stats.tombstones) tombstones")
+        }
+        let db = try Database(path: dir.path + "/ferry.db")
+        func plan(_ sql: String) throws -> String {
+            let statement = try db.prepare("EXPLAIN QUERY PLAN " + sql)
+            var lines: [String] = []
+            while try statement.step() { lines.append(statement.text(3) ?? "") }
+            return lines.joined(separator: "; ")
+        }
+        #expect(try plan(Store.recordCountSQL).contains("COVERING INDEX"))
+        #expect(try plan(Store.tombstoneCountSQL).contains("records_tombstones"))
+    }
+
     @Test func schemaIsMigratedAndMarked() throws {
         let dir = TempDir()
         do { _ = try makeStore(dir) }
@@ -452,6 +481,7 @@ import FerrySQLite
         try db.execute("""
             DROP INDEX records_with_attachments;
             DROP INDEX losers_with_attachments;
+            DROP INDEX records_tombstones;
             ALTER TABLE transports DROP COLUMN sent;
             ALTER TABLE transports DROP COLUMN since;
             CREATE TABLE outbox (rid INTEGER PRIMARY KEY, sid INTEGER NOT NULL, hlc TEXT NOT NULL, seq INTEGER NOT NULL,

@@ -6,10 +6,12 @@ extension Store {
     static let recordCountSQL = "SELECT count(*) FROM records"
     static let tombstoneCountSQL = "SELECT count(*) FROM records WHERE deleted = 1"
 
-    /// Store-wide counts (for status displays).
+    /// Store-wide counts (for status displays), all of one moment (one read transaction).
     public func stats() throws(FerryError) -> StoreStats {
         try read("counting", slow: true) { db in
             func count(_ sql: String) throws -> Int64 { try db.scalarInt(sql) ?? 0 }
+            try db.execute("BEGIN")
+            defer { if (try? db.execute("COMMIT")) == nil { try? db.execute("ROLLBACK") } }
             let counts = try Self.outboxCounts(in: db, limit: .max)
             // All records from the smallest index, tombstones from theirs: no record is read.
             let tombstones = try count(Self.tombstoneCountSQL)

@@ -1,3 +1,4 @@
+import FerryTestSupport
 import Foundation
 import Testing
 import FerryJSON
@@ -210,8 +211,7 @@ import FerryVarlink
         client.close()
         #expect(daemon.stop() == 0)
         let file = daemon.stateDirectory + "/ferry.db"
-        let log = ((try? FileManager.default.attributesOfItem(atPath: file + "-wal"))?[.size] as? NSNumber)?.intValue ?? 0
-        #expect(log == 0, "the write-ahead log holds \(log) bytes")
+        #expect(FileSize.of(file + "-wal") == 0, "the write-ahead log holds \(FileSize.of(file + "-wal")) bytes")
         let copy = daemon.root + "/copy.db"
         try FileManager.default.copyItem(atPath: file, toPath: copy)
         let count = try runCommand(Executables.python, ["-c", """

@@ -482,8 +482,7 @@ import Testing
         #expect(statuses(pushed) == Array(repeating: "accepted", count: 30))
         #expect(relay.stop() == 0)
         let file = relay.root + "/state/relay.db"
-        let log = ((try? FileManager.default.attributesOfItem(atPath: file + "-wal"))?[.size] as? NSNumber)?.intValue ?? 0
-        #expect(log == 0, "the write-ahead log holds \(log) bytes")
+        #expect(FileSize.of(file + "-wal") == 0, "the write-ahead log holds \(FileSize.of(file + "-wal")) bytes")
         let copy = relay.root + "/copy.db"
         try FileManager.default.copyItem(atPath: file, toPath: copy)
         let db = try Database(path: copy)

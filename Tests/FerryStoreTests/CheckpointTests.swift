@@ -108,9 +108,7 @@ import Testing
         let writer = try Writer(dir)
         writer.checkpointer.stop()
         let log = dir.path + "/log.db-wal"
-        func size() -> Int {
-            ((try? FileManager.default.attributesOfItem(atPath: log))?[.size] as? NSNumber)?.intValue ?? 0
-        }
+        func size() -> Int { FileSize.of(log) }
         #expect(writer.watch.trimBytes == 2 << 20)
         let largest = try writer.commitUntilRestart()
         // 384 pages and more were logged (with their frame headers): past the 1 MiB limit.
@@ -140,12 +138,9 @@ import Testing
         let writer = try Writer(dir)
         for _ in 0..<20 { try writer.commit() }
         let log = dir.path + "/log.db-wal"
-        func size(_ path: String) -> Int {
-            ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0
-        }
-        #expect(size(log) > 0)
+        #expect(FileSize.of(log) > 0)
         #expect(writer.checkpointer.stop(truncating: true))
-        #expect(size(log) == 0)
+        #expect(FileSize.of(log) == 0)
         #expect(writer.checkpointer.stop())
         let copy = dir.path + "/copy.db"
         try FileManager.default.copyItem(atPath: dir.path + "/log.db", toPath: copy)

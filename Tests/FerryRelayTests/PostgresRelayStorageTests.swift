@@ -54,6 +54,41 @@ import Testing
         #expect(relay.log.contains("not ready: the storage does not answer"))
     }
 
+    /// Version 2 gave events a BIGSERIAL id as well; from version 3 they are keyed by (owner,
+    /// seq). A version-2 database opened by this build serves the same events after the same
+    /// cursors, and a push that replaces stored versions removes them by seq.
+    @Test func version2EventsAreKeyedByOwnerAndSeqWithNothingLost() throws {
+        let conninfo = try PostgresCluster.shared().createDatabase()
+        let database = String(conninfo.split(separator: " ").first { $0.hasPrefix("dbname=") }!.dropFirst(7))
+        let streams = (0..<5).map { _ in TestEnvelopes.stream() }
+        func version(_ k: Int, _ millis: Int64) -> IncomingEvent {
+            TestEnvelopes.incoming(TestEnvelopes.make(owner: owner, stream: streams[k], millis: millis))
+        }
+        let first = (0..<5).map { version($0, Int64(1 + $0)) }
+        do {
+            let storage = try PostgresRelayStorage(conninfo: conninfo, poolSize: 1)
+            try storage.createOwner(owner, quotaBytes: nil, now: 1)
+            #expect(try storage.push(owner, events: first, quotaBytes: 1 << 40, now: 2).allSatisfy { $0 == .stored })
+        }
+        // As version 2 left it: an id for each event besides (owner, seq).
+        _ = try PostgresCluster.shared().sql("""
+            ALTER TABLE events DROP CONSTRAINT events_pkey, ADD COLUMN id BIGSERIAL PRIMARY KEY,
+                ADD CONSTRAINT events_owner_seq_key UNIQUE (owner, seq);
+            DELETE FROM relay_schema; INSERT INTO relay_schema (version) VALUES (2);
+            """, database: database)
+        let storage = try PostgresRelayStorage(conninfo: conninfo, poolSize: 1)
+        #expect(try PostgresCluster.shared().sql("SELECT count(*) FROM information_schema.columns WHERE table_name = 'events' AND column_name = 'id'",
+                                                 database: database).trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+        let all = try storage.pull(owner, after: .start, limit: 100, maxBytes: 1 << 20)
+        #expect(all.events == first.map(\.bytes) && !all.more)
+        // Newer versions of two streams replace theirs; the others stay, in their order.
+        let newer = [version(1, 10), version(3, 11)]
+        #expect(try storage.push(owner, events: newer, quotaBytes: 1 << 40, now: 3) == [.stored, .stored])
+        #expect(try storage.pull(owner, after: all.cursor, limit: 100, maxBytes: 1 << 20).events == newer.map(\.bytes))
+        let now = try storage.pull(owner, after: .start, limit: 100, maxBytes: 1 << 20).events
+        #expect(now == [first[0], first[2], first[4], newer[0], newer[1]].map(\.bytes))
+    }
+
     @Test func relaysStartingAtOnceMigrateOnce() throws {
         let conninfo = try PostgresCluster.shared().createDatabase()
         let failures = Counter()
@@ -65,7 +100,7 @@ import Testing
         try again.createOwner(owner, quotaBytes: nil, now: 1)
         let database = String(conninfo.split(separator: " ").first { $0.hasPrefix("dbname=") }!.dropFirst(7))
         #expect(try PostgresCluster.shared().sql("SELECT string_agg(version::text, ',') FROM relay_schema", database: database)
-            .trimmingCharacters(in: .whitespacesAndNewlines) == "2")
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "3")
     }
 
     @Test func concurrentPushesAndSweepsThroughTwoStoragesKeepNumbersUnique() throws {

@@ -19,15 +19,17 @@ extension PostgresRelayStorage {
                 SELECT event FROM events WHERE owner = $1 AND event = ANY($2::bytea[])
                 """, [o, .byteaArray(events.map(\.event.bytes))], prepared: false)
             for row in 0..<known.count { if let e = known.bytes(row, 0) { storedEvents.insert(e) } }
-            struct Current { var id: Int64?; var stamp: [UInt8]; var event: [UInt8]; var size: Int64; var pending: Int? }
+            // A stream's current row: its seq when stored (nil when added by this push), and its
+            // index among this push's rows while pending.
+            struct Current { var seq: Int64?; var stamp: [UInt8]; var event: [UInt8]; var size: Int64; var pending: Int? }
             var streams: [[UInt8]: Current] = [:]
             let rows = try db.execute("""
-                SELECT stream, id, stamp, event, length(data)::bigint FROM events
+                SELECT stream, seq, stamp, event, length(data)::bigint FROM events
                 WHERE owner = $1 AND stream = ANY($2::bytea[])
                 """, [o, .byteaArray(events.map(\.stream.bytes))], prepared: false)
             for row in 0..<rows.count {
                 guard let stream = rows.bytes(row, 0) else { continue }
-                streams[stream] = Current(id: rows.int64(row, 1), stamp: rows.bytes(row, 2) ?? [], event: rows.bytes(row, 3) ?? [],
+                streams[stream] = Current(seq: rows.int64(row, 1), stamp: rows.bytes(row, 2) ?? [], event: rows.bytes(row, 3) ?? [],
                                           size: rows.int64(row, 4), pending: nil)
             }
 
@@ -49,12 +51,12 @@ extension PostgresRelayStorage {
                         outcomes.append(current.stamp == e.stampKey ? .duplicate : .superseded)
                         continue
                     }
-                    if let id = current.id { removed.append(id) }
+                    if let seq = current.seq { removed.append(seq) }
                     if let pending = current.pending { inserts[pending] = nil }
                     storedEvents.remove(current.event)
                     addedEvents -= 1; addedBytes -= current.size
                 }
-                streams[stream] = Current(id: nil, stamp: e.stampKey, event: event, size: Int64(e.bytes.count), pending: inserts.count)
+                streams[stream] = Current(seq: nil, stamp: e.stampKey, event: event, size: Int64(e.bytes.count), pending: inserts.count)
                 inserts.append((index, nextSeq))
                 storedEvents.insert(event)
                 nextSeq += 1
@@ -66,7 +68,7 @@ extension PostgresRelayStorage {
                 throw RelayStorageError.quotaExceeded(quotaBytes: quota, usedBytes: before.usedBytes, neededBytes: addedBytes)
             }
             if !removed.isEmpty {
-                try db.execute("DELETE FROM events WHERE id = ANY($1::bigint[])", [.int8Array(removed)])
+                try db.execute("DELETE FROM events WHERE owner = $1 AND seq = ANY($2::bigint[])", [o, .int8Array(removed)])
             }
             let rowsToInsert = inserts.compactMap { $0 }
             if !rowsToInsert.isEmpty {

@@ -62,20 +62,14 @@ extension Store {
     /// The attachments that current or losing versions of `space` reference but whose bytes are
     /// not here (remote records applied before their blobs arrived), in SHA-256 order after
     /// `after`, at most `limit`. The sync engine looks for these again; storing one
-    /// (`putAttachment`) makes it present. Cheap when none is missing: only the attachments
-    /// missing are matched against the space's records.
+    /// (`putAttachment`) makes it present. A page reads only missing attachments (from their
+    /// index, schema version 5), each looked up among the space's references: its cost does not
+    /// grow with the space's records, nor with the attachments that are here.
     /// - Throws: `spaceNotFound`, `storage`.
     public func missingAttachments(space: String = Store.privateSpace, after: String? = nil,
                                    limit: Int = 100) throws(FerryError) -> [String] {
         let sid = try catalog.sid(space)
-        return try read("listing missing attachments", slow: true) { db in
-            let any = try db.cached("SELECT 1 FROM attachments WHERE present = 0 AND refs > 0 AND sha256 > ?1 LIMIT 1")
-            any.bind(1, after ?? "")
-            let missing = try any.step()
-            any.reset()
-            guard missing else { return [] }
-            // One pass over the space's references (current versions and kept losing ones, read
-            // from the indexes of those with attachments), each looked up among the missing.
+        return try read("listing missing attachments") { db in
             let statement = try db.cached(Self.missingAttachmentsSQL)
             defer { statement.reset() }
             statement.bind(1, sid); statement.bind(2, max(1, limit)); statement.bind(3, after ?? "")
@@ -85,16 +79,12 @@ extension Store {
         }
     }
 
-    /// `missingAttachments`: ?1 the space, ?2 the limit, ?3 the SHA-256 to list after. Losing
-    /// versions are read first (CROSS JOIN), from the index of those with attachments.
+    /// `missingAttachments`: ?1 the space, ?2 the limit, ?3 the SHA-256 to list after.
     static let missingAttachmentsSQL: StaticString = """
-        WITH missing(sha256) AS (SELECT sha256 FROM attachments WHERE present = 0 AND refs > 0 AND sha256 > ?3)
-        SELECT j.value FROM records r, json_each(r.attachments) j
-        WHERE r.sid = ?1 AND r.attachments IS NOT NULL AND j.value IN missing
-        UNION
-        SELECT j.value FROM losers l CROSS JOIN records r ON r.rid = l.rid, json_each(l.attachments) j
-        WHERE r.sid = ?1 AND l.attachments IS NOT NULL AND j.value IN missing
-        ORDER BY 1 LIMIT ?2
+        SELECT a.sha256 FROM attachments a INDEXED BY attachments_missing
+        WHERE a.present = 0 AND a.refs > 0 AND a.sha256 > ?3
+          AND EXISTS (SELECT 1 FROM attachment_refs s WHERE s.sha256 = a.sha256 AND s.sid = ?1)
+        ORDER BY a.sha256 LIMIT ?2
         """
 
     /// `referencedAttachments`: ?1 the space, ?2 the rid to read after, ?3 the limit, ?4 the

@@ -206,7 +206,7 @@ final class Writer: @unchecked Sendable {
         self.seq = seq
         let rid = db.lastInsertRowID
         try logChange(seq: seq, rid: rid, sid: sid, origin: origin, version: version)
-        try adjustReferences(removing: [], adding: version.attachments, requirePresent: origin == .local)
+        try adjustReferences(sid: sid, removing: [], adding: version.attachments, requirePresent: origin == .local)
         return (rid, seq)
     }
 
@@ -228,7 +228,7 @@ final class Writer: @unchecked Sendable {
         let superseded = try db.cached("DELETE FROM changes WHERE seq = ?")
         superseded.bind(1, current.seq)
         try superseded.run()
-        try adjustReferences(removing: current.version.attachments, adding: version.attachments,
+        try adjustReferences(sid: sid, removing: current.version.attachments, adding: version.attachments,
                              requirePresent: origin == .local)
         return seq
     }
@@ -305,13 +305,13 @@ final class Writer: @unchecked Sendable {
             return .duplicate
         case .lose:
             if current.version.hlc.node != incoming.hlc.node {
-                try keepLoser(incoming, rid: current.rid, origin: origin, winner: current.version.hlc)
+                try keepLoser(incoming, sid: sid, rid: current.rid, origin: origin, winner: current.version.hlc)
             }
             return .lost
         case .apply:
             if current.version.hlc.node != incoming.hlc.node {
                 let replacedOrigin = try originOf(seq: current.seq)
-                try keepLoser(current.version, rid: current.rid, origin: replacedOrigin, winner: incoming.hlc)
+                try keepLoser(current.version, sid: sid, rid: current.rid, origin: replacedOrigin, winner: incoming.hlc)
             }
             let seq = try replace(current, with: incoming, hlcText: hlcText, sid: sid, origin: origin)
             if originHasRefusals { try clearRefusal(rid: current.rid, origin: origin, hlcText: hlcText) }
@@ -358,7 +358,7 @@ final class Writer: @unchecked Sendable {
 
     // MARK: Losing versions
 
-    private func keepLoser(_ version: RecordVersion, rid: Int64, origin: ChangeOrigin, winner: Stamp) throws {
+    private func keepLoser(_ version: RecordVersion, sid: Int64, rid: Int64, origin: ChangeOrigin, winner: Stamp) throws {
         guard config.conflictHistory > 0 else { return }
         // The same losing version arriving again (through another transport, or replayed) is
         // kept once.
@@ -376,7 +376,7 @@ final class Writer: @unchecked Sendable {
         insert.bind(8, nowMillis)
         try insert.run()
         guard db.changes > 0 else { return }
-        try adjustReferences(removing: [], adding: version.attachments, requirePresent: false)
+        try adjustReferences(sid: sid, removing: [], adding: version.attachments, requirePresent: false)
         // Keep only the newest `conflictHistory` per record.
         let old = try db.cached("SELECT lid, attachments FROM losers WHERE rid = ? ORDER BY lid DESC LIMIT -1 OFFSET ?")
         old.bind(1, rid)
@@ -388,7 +388,7 @@ final class Writer: @unchecked Sendable {
             let delete = try db.cached("DELETE FROM losers WHERE lid = ?")
             delete.bind(1, lid)
             try delete.run()
-            try adjustReferences(removing: attachments, adding: [], requirePresent: false)
+            try adjustReferences(sid: sid, removing: attachments, adding: [], requirePresent: false)
         }
     }
 
@@ -410,9 +410,10 @@ final class Writer: @unchecked Sendable {
 
     // MARK: Attachment references
 
-    /// Counts references: every current or losing version referencing an attachment holds one.
+    /// Counts references: every current or losing version referencing an attachment holds one,
+    /// in `attachments.refs` and in its space's count (`attachment_refs`, dropped at zero).
     /// A local write may only reference attachments the store has.
-    func adjustReferences(removing old: [String], adding new: [String], requirePresent: Bool) throws {
+    func adjustReferences(sid: Int64, removing old: [String], adding new: [String], requirePresent: Bool) throws {
         if old.isEmpty && new.isEmpty { return }
         let oldSet = Set(old), newSet = Set(new)
         for sha in newSet.subtracting(oldSet).sorted() {
@@ -430,12 +431,27 @@ final class Writer: @unchecked Sendable {
             statement.bind(1, sha)
             statement.bind(2, nowMillis / 1000)
             try statement.run()
+            let space = try db.cached("""
+                INSERT INTO attachment_refs (sha256, sid, refs) VALUES (?, ?, 1)
+                ON CONFLICT (sha256, sid) DO UPDATE SET refs = refs + 1
+                """)
+            space.bind(1, sha)
+            space.bind(2, sid)
+            try space.run()
         }
         let dropped = oldSet.subtracting(newSet)
         for sha in dropped.sorted() {
             let statement = try db.cached("UPDATE attachments SET refs = max(refs - 1, 0) WHERE sha256 = ?")
             statement.bind(1, sha)
             try statement.run()
+            let space = try db.cached("UPDATE attachment_refs SET refs = refs - 1 WHERE sha256 = ? AND sid = ?")
+            space.bind(1, sha)
+            space.bind(2, sid)
+            try space.run()
+            let gone = try db.cached("DELETE FROM attachment_refs WHERE sha256 = ? AND sid = ? AND refs <= 0")
+            gone.bind(1, sha)
+            gone.bind(2, sid)
+            try gone.run()
         }
         if !dropped.isEmpty {
             let store = self

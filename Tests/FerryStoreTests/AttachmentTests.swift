@@ -240,10 +240,11 @@ import Testing
         }
     }
 
-    /// Both attachment queries read the indexes of versions with attachments (schema version
-    /// 4), never every record of the space: before, each page of the blob check sorted the
-    /// whole space.
-    @Test func attachmentQueriesReadOnlyVersionsWithAttachments() throws {
+    /// The blob check reads the index of versions with attachments (schema version 4), never
+    /// every record of the space: before, each page sorted the whole space. The list of
+    /// missing attachments reads only missing ones, from their index (schema version 5), and
+    /// looks each up among the space's references: no version is read at all.
+    @Test func attachmentQueriesReadOnlyWhatTheyList() throws {
         let dir = TempDir()
         do { _ = try makeStore(dir) }
         let db = try Database(path: dir.path + "/ferry.db")
@@ -256,7 +257,101 @@ import Testing
         let referenced = try plan(Store.referencedAttachmentsSQL)
         #expect(referenced.contains("records_with_attachments") && !referenced.contains("TEMP B-TREE"), "\(referenced)")
         let missing = try plan(Store.missingAttachmentsSQL)
-        #expect(missing.contains("records_with_attachments") && missing.contains("losers_with_attachments")
-                    && !missing.contains("records_by_stamp") && !missing.contains("SCAN r"), "\(missing)")
+        #expect(missing.contains("SEARCH a USING INDEX attachments_missing") && missing.contains("SEARCH s USING PRIMARY KEY")
+                    && !missing.contains("records") && !missing.contains("losers") && !missing.contains("TEMP B-TREE"),
+                "\(missing)")
+    }
+
+    /// Each space's reference counts (`attachment_refs`) follow every way a version gains or
+    /// loses an attachment: new records, newer versions with other lists, losing versions kept
+    /// and trimmed past the conflict history, in two spaces sharing attachments. After random
+    /// writes they equal a count made from the versions themselves, and the missing list of each
+    /// space is exactly what its versions reference and the store lacks.
+    @Test func spaceReferenceCountsFollowEveryVersion() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir) { $0.conflictHistory = 2 }
+        try store.createSpace(name: "team")
+        try store.putAttachment(Array("hello".utf8), expectedSHA256: sha256OfHello)
+        var random = SplitMix64(seed: 0xA77AC4)
+        let pool = (0..<40).map { String(format: "%064x", $0 * 104_729) } + [sha256OfHello]
+        var everReferenced = Set<String>()
+        for step in 0..<600 {
+            let space = Bool.random(using: &random) ? Store.privateSpace : "team"
+            let count = Int.random(in: 0...3, using: &random)
+            let attachments = Array(Set((0..<count).map { _ in pool.randomElement(using: &random)! })).sorted()
+            let deleted = Int.random(in: 0..<8, using: &random) == 0
+            // Stamps from several nodes, some older than what is stored: losers are kept and trimmed.
+            let stamp = Stamp(millis: Int64(step / 3 + Int.random(in: 0...40, using: &random)), counter: 0,
+                              node: NodeID(UInt64.random(in: 1...4, using: &random)))
+            let version = RecordVersion(entity: "doc", id: "r\(Int.random(in: 0..<25, using: &random))", hlc: stamp,
+                                        deleted: deleted, payload: deleted ? nil : "{}", attachments: deleted ? [] : attachments)
+            _ = try store.applyRemote(space: space, [version], origin: .remote(transport: "t"))
+            for sha in version.attachments { everReferenced.insert("\(sha) \(space == "team" ? 2 : 1)") }
+            if step % 150 == 149 { try store.putAttachment(Array("x\(step)".utf8)) }
+        }
+        let db = try Database(path: dir.path + "/ferry.db")
+        func rows(_ sql: String) throws -> [String] {
+            let statement = try db.prepare(sql)
+            var out: [String] = []
+            while try statement.step() { out.append("\(statement.text(0) ?? "") \(statement.int64(1)) \(statement.int64(2))") }
+            return out
+        }
+        let counted = try rows("""
+            SELECT sha256, sid, count(*) FROM (
+                SELECT j.value AS sha256, r.sid AS sid FROM records r, json_each(r.attachments) j WHERE r.attachments IS NOT NULL
+                UNION ALL
+                SELECT j.value, r.sid FROM losers l JOIN records r ON r.rid = l.rid, json_each(l.attachments) j
+                WHERE l.attachments IS NOT NULL)
+            GROUP BY sha256, sid ORDER BY sha256, sid
+            """)
+        #expect(!counted.isEmpty)
+        #expect(try db.scalarInt("SELECT count(*) FROM losers") ?? 0 > 0)
+        // Some space stopped referencing some attachment altogether.
+        #expect(Set(counted.map { String($0.split(separator: " ").prefix(2).joined(separator: " ")) }).count < everReferenced.count)
+        #expect(try rows("SELECT sha256, sid, refs FROM attachment_refs ORDER BY sha256, sid") == counted)
+        for space in [Store.privateSpace, "team"] {
+            let sid = try #require(try db.scalarInt("SELECT sid FROM spaces WHERE name = '\(space)'"))
+            let expected = try rows("""
+                SELECT DISTINCT s.sha256, 0, 0 FROM attachment_refs s JOIN attachments a ON a.sha256 = s.sha256
+                WHERE s.sid = \(sid) AND a.present = 0 ORDER BY 1
+                """).map { String($0.prefix(64)) }
+            #expect(try store.missingAttachments(space: space, limit: 1000) == expected)
+            #expect(!expected.contains(sha256OfHello))
+        }
+    }
+
+    /// A store of version 4 had no per-space counts: opened by this build, they are counted
+    /// from the current and losing versions of each space, and each space lists its own
+    /// missing attachments, also one another space references too.
+    @Test func aStoreOfVersion4CountsEachSpacesReferences() throws {
+        let dir = TempDir()
+        let shared = String(repeating: "a", count: 64), mine = String(repeating: "b", count: 64)
+        let theirs = String(repeating: "c", count: 64)
+        func version(_ id: String, _ millis: Int64, _ attachments: [String], node: UInt64 = 5) -> RecordVersion {
+            RecordVersion(entity: "doc", id: id, hlc: Stamp(millis: millis, counter: 0, node: NodeID(node)), deleted: false,
+                          payload: "{}", attachments: attachments)
+        }
+        do {
+            let store = try makeStore(dir)
+            try store.createSpace(name: "team")
+            try store.putAttachment(Array("hello".utf8), expectedSHA256: sha256OfHello)
+            _ = try store.applyRemote([version("A", 1, [shared, mine]), version("B", 1, [mine, sha256OfHello])], origin: .remote(transport: "t"))
+            _ = try store.applyRemote(space: "team", [version("T", 1, [shared, theirs])], origin: .remote(transport: "t"))
+            // A newer version of B without `mine`; the old one is kept as a loser and still counts.
+            _ = try store.applyRemote([version("B", 2, [sha256OfHello], node: 6)], origin: .remote(transport: "t"))
+        }
+        do {
+            let db = try Database(path: dir.path + "/ferry.db")
+            try StoreTests.downgradeToVersion4(db)
+        }
+        let store = try makeStore(dir)
+        let db = try Database(path: dir.path + "/ferry.db")
+        #expect(try db.scalarInt("PRAGMA user_version") == Int64(Schema.latestVersion))
+        let statement = try db.prepare("SELECT s.name, r.sha256, r.refs FROM attachment_refs r JOIN spaces s ON s.sid = r.sid ORDER BY 1, 2")
+        var counts: [String] = []
+        while try statement.step() { counts.append("\(statement.text(0)!) \(statement.text(1)!.prefix(1)) \(statement.int64(2))") }
+        #expect(counts == ["private 2 2", "private a 1", "private b 2", "team a 1", "team c 1"])
+        #expect(try store.missingAttachments() == [shared, mine])
+        #expect(try store.missingAttachments(space: "team") == [shared, theirs])
     }
 }

@@ -475,9 +475,19 @@ import FerrySQLite
         #expect(try store.changes(since: 0).records.map(\.id) == ["a", "b", "c"])
     }
 
-    /// Undoes migrations 4 and 3 on a store made by this build: what a store of version 2
+    /// Undoes migration 5 on a store made by this build: what a store of version 4 looked like.
+    static func downgradeToVersion4(_ db: Database) throws {
+        try db.execute("""
+            DROP INDEX attachments_missing;
+            DROP TABLE attachment_refs;
+            PRAGMA user_version = 4;
+            """)
+    }
+
+    /// Undoes migrations 5, 4 and 3 on a store made by this build: what a store of version 2
     /// looked like.
     static func downgradeToVersion2(_ db: Database) throws {
+        try downgradeToVersion4(db)
         try db.execute("""
             DROP INDEX records_with_attachments;
             DROP INDEX losers_with_attachments;

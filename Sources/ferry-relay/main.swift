@@ -1,6 +1,6 @@
 // ferry-relay: the HTTP relay server. `serve` runs it; `admin` manages owners and tokens in the
 // same storage (safe while serve runs: SQLite in WAL mode, or PostgreSQL); `check-config` reads
-// the configuration and opens the storage, and says what is wrong.
+// the configuration and looks at the storage without changing it, and says what is wrong.
 import FerryAPI
 import FerryRelay
 import Foundation
@@ -75,11 +75,10 @@ case "check-config", "--check-config":
     let configuration = loadConfiguration(&arguments)
     guard arguments.isEmpty else { fail("unexpected arguments: \(arguments.joined(separator: " "))\n" + usage, status: 2) }
     do {
-        _ = try RelayBackend.openStorage(configuration)
+        print("configuration ok; " + (try RelayBackend.check(configuration)))
     } catch {
-        fail("the configuration reads, but the storage does not open: \(error)", status: 1)
+        fail("the configuration reads, but the storage cannot be used: \(error)", status: 1)
     }
-    print("configuration ok; storage \(configuration.storage.rawValue) opens")
 case "version", "--version":
     arguments.removeFirst()
     guard arguments.isEmpty else { fail("unexpected arguments: \(arguments.joined(separator: " "))\n" + usage, status: 2) }

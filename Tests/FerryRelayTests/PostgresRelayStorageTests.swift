@@ -103,6 +103,34 @@ import Testing
             .trimmingCharacters(in: .whitespacesAndNewlines) == "3")
     }
 
+    /// `check-config` on PostgreSQL reads and creates nothing: an empty database is reported
+    /// as such and stays empty; a migrated one is current. A database whose schema a newer
+    /// ferry-relay wrote fails the check, and a relay refuses to open it, leaving it as it is.
+    @Test func checkReadsTheSchemaVersionAndANewerOneIsRefused() throws {
+        let conninfo = try PostgresCluster.shared().createDatabase()
+        let database = String(conninfo.split(separator: " ").first { $0.hasPrefix("dbname=") }!.dropFirst(7))
+        let dir = TempDir("relay-check")
+        var configuration = RelayConfiguration(environment: [:])
+        configuration.stateDirectory = dir.path
+        configuration.storage = .postgresql
+        configuration.postgresConnection = conninfo
+        #expect(try RelayBackend.check(configuration).hasSuffix("has no relay tables yet; serve creates them"))
+        #expect(try PostgresCluster.shared().sql("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'", database: database)
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+        _ = try PostgresRelayStorage(conninfo: conninfo, poolSize: 1)
+        #expect(try RelayBackend.check(configuration).hasSuffix("schema version 3 (current)"))
+        _ = try PostgresCluster.shared().sql("UPDATE relay_schema SET version = 4", database: database)
+        #expect(throws: RelaySchemaTooNew.self) { try RelayBackend.check(configuration) }
+        do {
+            _ = try PostgresRelayStorage(conninfo: conninfo, poolSize: 1)
+            Issue.record("a database of a newer ferry-relay was opened")
+        } catch {
+            #expect("\(error)".contains("schema version 4, newer than this ferry-relay knows (3)"), "\(error)")
+        }
+        #expect(try PostgresCluster.shared().sql("SELECT version FROM relay_schema", database: database)
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "4")
+    }
+
     @Test func concurrentPushesAndSweepsThroughTwoStoragesKeepNumbersUnique() throws {
         let conninfo = try PostgresCluster.shared().createDatabase()
         let storages = [try PostgresRelayStorage(conninfo: conninfo, poolSize: 2), try PostgresRelayStorage(conninfo: conninfo, poolSize: 2)]

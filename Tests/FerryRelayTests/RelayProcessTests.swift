@@ -436,6 +436,49 @@ import Testing
         }
     }
 
+    /// `check-config` says what serve would find without changing anything: a missing state
+    /// directory and database are reported, not made; an older database is reported with the
+    /// migration serve would run, and left at its version; a database of a newer ferry-relay
+    /// fails the check, and serve refuses it (left as it is) instead of serving from tables it
+    /// does not know.
+    @Test func checkConfigLooksAtTheStorageWithoutChangingIt() throws {
+        let relay = try RelayHarness()
+        let state = relay.root + "/state"
+        var (status, output) = try Self.runRelay(["check-config", "--config", relay.configPath])
+        #expect(status == 0 && output.contains("storage sqlite: \(state)/relay.db does not exist yet; serve creates it")
+                    && output.contains("and the state directory \(state)"), "\(status) \(output)")
+        #expect(!FileManager.default.fileExists(atPath: state))
+        #expect(try relay.admin(["create-owner", "--owner", String(repeating: "ab", count: 16)]).status == 0)
+        let latest = try Self.userVersion(state + "/relay.db")
+        (status, output) = try Self.runRelay(["check-config", "--config", relay.configPath])
+        #expect(status == 0 && output.contains("relay.db, schema version \(latest) (current)"), "\(status) \(output)")
+
+        try Self.setUserVersion(state + "/relay.db", latest - 1)
+        (status, output) = try Self.runRelay(["check-config", "--config", relay.configPath])
+        #expect(status == 0 && output.contains("schema version \(latest - 1); serve migrates it to \(latest)"), "\(status) \(output)")
+        #expect(try Self.userVersion(state + "/relay.db") == latest - 1)
+
+        try Self.setUserVersion(state + "/relay.db", latest + 1)
+        (status, output) = try Self.runRelay(["check-config", "--config", relay.configPath])
+        #expect(status == 1 && output.contains("schema version \(latest + 1), newer than this ferry-relay knows (\(latest))"),
+                "\(status) \(output)")
+        (status, output) = try Self.runRelay(["serve", "--config", relay.configPath])
+        #expect(status != 0 && output.contains("newer than this ferry-relay knows"), "\(status) \(output)")
+        #expect(try Self.userVersion(state + "/relay.db") == latest + 1)
+
+        try "not a database".write(toFile: state + "/relay.db", atomically: true, encoding: .utf8)
+        (status, output) = try Self.runRelay(["check-config", "--config", relay.configPath])
+        #expect(status == 1 && output.contains("reading \(state)/relay.db"), "\(status) \(output)")
+    }
+
+    static func userVersion(_ path: String) throws -> Int {
+        Int(try Database(path: path).scalarInt("PRAGMA user_version") ?? -1)
+    }
+
+    static func setUserVersion(_ path: String, _ version: Int) throws {
+        try Database(path: path).execute("PRAGMA user_version = \(version)")
+    }
+
     /// Runs the built ferry-relay with `arguments`; its exit status and stdout and stderr together.
     static func runRelay(_ arguments: [String]) throws -> (Int32, String) {
         try ChildProcess.runToEnd(try BuiltExecutable.path("ferry-relay"), arguments)

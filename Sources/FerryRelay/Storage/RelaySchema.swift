@@ -106,10 +106,16 @@ enum RelaySchema {
         """,
     ]
 
+    /// The version the migrations lead to.
+    static var latestVersion: Int { migrations.count }
+
     /// Brings `db` to the latest version.
+    /// - Throws: `RelaySchemaTooNew` for a database of a newer ferry-relay (left as it is), or
+    ///   SQLite's error.
     static func migrate(_ db: Database) throws {
-        try db.execute("PRAGMA journal_mode=WAL")
         let current = Int(try db.scalarInt("PRAGMA user_version") ?? 0)
+        if current > latestVersion { throw RelaySchemaTooNew(found: current, known: latestVersion) }
+        try db.execute("PRAGMA journal_mode=WAL")
         guard current < migrations.count else { return }
         try db.transaction {
             for (index, sql) in migrations.enumerated() where index >= current {

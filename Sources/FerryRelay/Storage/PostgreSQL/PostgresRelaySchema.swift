@@ -92,13 +92,19 @@ enum PostgresRelaySchema {
         """,
     ]
 
+    /// The version the migrations lead to.
+    static var latestVersion: Int { migrations.count }
+
     /// Brings the database to the latest version. Idempotent, and safe when several relays start
     /// at once: the whole migration runs in one transaction under an advisory lock.
+    /// - Throws: `RelaySchemaTooNew` for a database of a newer ferry-relay (left as it is), or
+    ///   PostgreSQL's error.
     static func migrate(_ db: PostgresConnection) throws {
         try db.transaction {
             try db.execute("SELECT pg_advisory_xact_lock($1)", [.int(migrationLock)])
             try db.execute("CREATE TABLE IF NOT EXISTS relay_schema (version BIGINT NOT NULL)")
             let current = Int(try db.execute("SELECT COALESCE(MAX(version), 0)::bigint FROM relay_schema").int64(0, 0))
+            if current > latestVersion { throw RelaySchemaTooNew(found: current, known: latestVersion) }
             guard current < migrations.count else { return }
             for (index, sql) in migrations.enumerated() where index >= current {
                 try db.executeScript(sql)

@@ -53,7 +53,7 @@ enum ConflictsCommand: Command {
             return
         }
         guard !versions.isEmpty else {
-            Output.note("no losing versions of \(entity)/\(id): nothing conflicted with it")
+            Output.note("no losing versions of \(entity)/\(id) on this device (a device keeps the versions that lost merges it made itself; one that only got the winner has none)")
             return
         }
         var table = Table("HLC", "ORIGIN", "LOST TO", "LOST AT", "DELETED", "PAYLOAD")

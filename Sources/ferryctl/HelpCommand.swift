@@ -148,7 +148,9 @@ enum HelpCommand: Command {
     /// `ls | add NAME relay URL (--code CODE | --token TOKEN)` is two alternatives.
     private static func topLevelAlternatives(_ synopsis: String) -> [String] {
         // " | " separates alternatives; a bar without spaces ("JSON|-") is one argument's choice.
+        // Bars inside a group stay in it, as they were written.
         split(synopsis.replacingOccurrences(of: " | ", with: "\u{1}"), at: "\u{1}")
+            .map { $0.replacingOccurrences(of: "\u{1}", with: " | ") }
     }
 
     /// `text` split at each `separator` outside brackets and parentheses, each part trimmed.

@@ -105,6 +105,14 @@ import Testing
         for line in viaHelp.lines where line.count > 80 {
             Issue.record("a line of \(line.count) columns in 'ferryctl help \(command)': \(line)")
         }
+        #expect(!viaHelp.stdout.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" },
+                "a control character in 'ferryctl help \(command)'")
+    }
+
+    /// Alternatives inside a group keep their bar when a synopsis is split into usage lines.
+    @Test func alternativesInsideAGroupKeepTheirBar() throws {
+        #expect(try ferryctl.run(["help", "transport"]).stdout.contains("add NAME relay URL (--code CODE | --token TOKEN)"))
+        #expect(try ferryctl.run(["help", "watch"]).stdout.contains("[--space S ... | --all-spaces]"))
     }
 
     @Test func spaceOptionIsOfferedOnlyWhereItApplies() throws {

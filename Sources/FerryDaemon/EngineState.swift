@@ -9,7 +9,7 @@ enum EngineState {
         if paused { return "paused" }
         let states = Set(transports.map(\.state))
         if states.contains("failed") { return "failed" }
-        if states.contains("backoff") || transports.contains(where: { $0.problem != nil }) { return "backoff" }
+        if states.contains("backoff") || transports.contains(where: \.isFailing) { return "backoff" }
         if states.contains("pushing") || states.contains("pulling") { return "syncing" }
         return "idle"
     }

@@ -267,6 +267,11 @@ import Testing
         // A push failing while the pull loop shows its own state still counts.
         #expect(EngineState.summary([health("pulling", failing: ["push": "quota: full"])], paused: false) == "backoff")
         #expect(EngineState.summary([health("backoff"), health("failed")], paused: false) == "failed")
+        // A push waiting long for its answer is a problem to show, not a failure to back off from.
+        var slow = health("pushing")
+        slow.slowPush = "m has not answered a push for 12 s; still waiting"
+        #expect(slow.problem == "push: m has not answered a push for 12 s; still waiting")
+        #expect(EngineState.summary([slow], paused: false) == "syncing")
     }
 
     @Test func systemdStatusCountsOnlyWhatATransportWaitsFor() {

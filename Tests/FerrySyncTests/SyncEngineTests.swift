@@ -368,6 +368,25 @@ final class EngineDevice: Sendable {
         #expect(try await eventually { try b.store.get(entity: "note", id: "n1") != nil })
     }
 
+    /// A push the host does not answer (a relay stopped with SIGSTOP, a network that drops
+    /// packets) is what is wrong once it waited `slowPushAfter`, long before the transport
+    /// gives up: the problem says so, without counting as a failure (no backoff, nothing held,
+    /// no error recorded). Once the answer comes the problem is gone and the record is there.
+    @Test func aPushWaitingLongForItsAnswerIsShownAsTheProblem() async throws {
+        let log = MemoryLog()
+        let a = try EngineDevice(logs: ["shared": log], configure: { $0.slowPushAfter = .milliseconds(200) })
+        defer { Task { await a.engine.stop() } }
+        try await a.add("m", log: "shared")
+        log.state.withLock { $0.pushDelay = .seconds(2) }
+        _ = try a.store.put(entity: "note", id: "n1", payload: "{}")
+        #expect(try await eventually { a.engine.health.first?.problem?.hasPrefix("push: m has not answered a push for") == true })
+        let health = try #require(a.engine.health.first)
+        #expect(health.problem?.contains("still waiting: check the network and that m is up") == true, "\(health)")
+        #expect(!health.isFailing && health.failure(of: "push") == nil && health.lastError == nil && health.state == "pushing")
+        log.state.withLock { $0.pushDelay = .zero }
+        #expect(try await eventually { log.count == 1 && a.engine.health.first?.problem == nil })
+    }
+
     /// Pushes that keep failing stay the transport's problem while its pulls succeed: a pull's
     /// success puts right only the pull's failures. Once pushes work, the problem is gone.
     @Test func aFailingPushStaysAProblemWhilePullsSucceed() async throws {

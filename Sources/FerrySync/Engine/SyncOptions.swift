@@ -17,6 +17,10 @@ public struct SyncOptions: Sendable {
     /// blobs can vanish (`Transport.blobsCanVanish`), and put back when gone; the first check
     /// is this long after the start too.
     public var blobCheckInterval: Duration = .seconds(600)
+    /// A push that has waited this long for the transport's answer is shown as what is wrong
+    /// now (`TransportHealth.problem`) while it goes on waiting, instead of nothing until the
+    /// transport gives up (a relay after its `RelayTimeoutSeconds`).
+    public var slowPushAfter: Duration = .seconds(10)
     /// The most envelopes in one push and one pull page, whatever the transport takes
     /// (`Transport.batchLimit` decides below it).
     public var batchEnvelopes = SyncLimits.maxBatch.envelopes

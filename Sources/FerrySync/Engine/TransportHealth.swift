@@ -15,12 +15,21 @@ public struct TransportHealth: Sendable {
     /// it failed, as "push: …" / "pull: …" (both, joined by "; "); nil while both loops work.
     /// A push that keeps failing stays a problem however well the pulls go, and the other way
     /// round. `lastError` is history: the latest failure of either loop, put right or not.
+    /// A push waiting unusually long for its answer shows here too, as "push: …", while no
+    /// failure of the push loop stands.
     public var problem: String? {
-        let current = failing.sorted { $0.key > $1.key }.map { "\($0.key): \($0.value.text)" }
-        return current.isEmpty ? nil : current.joined(separator: "; ")
+        var current = failing.mapValues(\.text)
+        if let slowPush, current["push"] == nil { current["push"] = slowPush }
+        let lines = current.sorted { $0.key > $1.key }.map { "\($0.key): \($0.value)" }
+        return lines.isEmpty ? nil : lines.joined(separator: "; ")
     }
     /// The failure of loop `loop` (`push` or `pull`) while it fails; nil while it works.
     public func failure(of loop: String) -> String? { failing[loop]?.text }
+    /// Whether a loop fails now (its failure stands until a round of it succeeds).
+    public var isFailing: Bool { !failing.isEmpty }
+    /// A push on its way longer than `SyncOptions.slowPushAfter`: how long it has waited for
+    /// the transport's answer and what to check. Not a failure: the push goes on waiting.
+    public var slowPush: String?
     /// The loops failing now, by name (`push`, `pull`), with their failure and next retry.
     var failing: [String: (text: String, retryAt: Int64)] = [:]
     /// Envelopes pushed, envelopes pulled and applied, and envelopes refused since the start.

@@ -64,7 +64,21 @@ final class TransportRunner: Sendable {
         self.isPaused = isPaused
     }
 
-    var health: TransportHealth { healthState.withLock { $0 } }
+    /// What the loops are doing and what went wrong, with a push that has waited longer than
+    /// `options.slowPushAfter` for the transport's answer (`slowPush`).
+    var health: TransportHealth {
+        var health = healthState.withLock { $0 }
+        if let since = pushWaitingSince.withLock({ $0 }) {
+            let waited = ContinuousClock.now - since
+            if waited >= options.slowPushAfter {
+                health.slowPush = "\(info.name) has not answered a push for \(waited.components.seconds) s; "
+                    + "still waiting: check the network and that \(info.name) is up"
+            }
+        }
+        return health
+    }
+    /// Since when the push loop waits for the transport to answer its oldest push on the way.
+    private let pushWaitingSince = Mutex<ContinuousClock.Instant?>(nil)
     var progressKey: String { "cursor:" + info.name }
     private var fields: [String: String] { ["space": space, "transport": info.name] }
 
@@ -211,7 +225,10 @@ final class TransportRunner: Sendable {
             guard !sending.isEmpty else { return pushed }
             let (batch, task) = sending.removeFirst()
             let outcomes: [PushOutcome]
-            switch await withTaskCancellationHandler(operation: { await task.value }, onCancel: { task.cancel() }) {
+            pushWaitingSince.withLock { $0 = .now }
+            let answer = await withTaskCancellationHandler(operation: { await task.value }, onCancel: { task.cancel() })
+            pushWaitingSince.withLock { $0 = nil }
+            switch answer {
             case .success(let o): outcomes = o
             case .failure(let e):
                 await abandon()

@@ -341,6 +341,31 @@ import Testing
     }
 }
 
+extension RelayBadInputTests {
+    /// Requests libmicrohttpd refuses itself (400, 505) are logged by the relay at debug level,
+    /// in its own format and without the HTML page, never as raw lines on stderr: at the default
+    /// level a scanner sending junk leaves nothing in the journal.
+    @Test func theHTTPLayersMessagesGoThroughTheRelaysLog() throws {
+        for level in ["info", "debug"] {
+            let f = try Fixture(config: "ConnectionTimeoutSeconds=2\nLogLevel=\(level)\n")
+            for junk in [(0..<1024).map { UInt8(truncatingIfNeeded: $0) }, Array("GET / HTTP/9.9\r\n\r\n".utf8)] {
+                let client = try HTTPTestClient(port: f.relay.port, timeoutSeconds: 5)
+                client.send(junk)
+                #expect([400, 505].contains(try client.readResponse().status))
+            }
+            try f.expectIntact("after junk")
+            let lines = f.relay.log.split(separator: "\n")
+            #expect(!lines.contains { $0.hasPrefix("Error processing request") || $0.contains("<html>") }, "\(f.relay.log)")
+            let logged = lines.filter { $0.contains("libmicrohttpd: Error processing request") }
+            if level == "debug" {
+                #expect(logged.count == 2 && logged.allSatisfy { $0.contains("debug:") }, "\(f.relay.log)")
+            } else {
+                #expect(logged.isEmpty, "\(f.relay.log)")
+            }
+        }
+    }
+}
+
 /// Every regular file under `root`, recursively.
 private func filesBelow(_ root: String) -> [String] {
     guard let e = FileManager.default.enumerator(atPath: root) else { return [] }

@@ -15,18 +15,35 @@
 typedef void *_Nullable (*ferry_mhd_uri_logger)(void *_Nullable cls, const char *_Nonnull uri,
                                                  struct MHD_Connection *_Nonnull connection);
 
+/// Where libmicrohttpd's own messages go: `sink(cls, message)`, the message formatted (at most
+/// 511 bytes). It must outlive the daemon.
+struct ferry_mhd_log_target {
+    void (*_Nonnull sink)(void *_Nullable cls, const char *_Nonnull message);
+    void *_Nullable cls;
+};
+
+static inline void ferry_mhd_log_forward(void *cls, const char *format, va_list arguments) {
+    char message[512];
+    vsnprintf(message, sizeof message, format, arguments);
+    const struct ferry_mhd_log_target *target = (const struct ferry_mhd_log_target *)cls;
+    target->sink(target->cls, message);
+}
+
 /// Starts a daemon on an already listening socket `listen_fd`, with epoll in `threads` internal
-/// threads, suspend/resume allowed, and HTTPS when `cert_pem` and `key_pem` are both set.
+/// threads, suspend/resume allowed, its messages sent to `log_target` (not stderr), and HTTPS
+/// when `cert_pem` and `key_pem` are both set.
 static inline struct MHD_Daemon *_Nullable ferry_mhd_start(
     int listen_fd, unsigned int threads, unsigned int connection_limit, unsigned int timeout_seconds,
     size_t memory_limit, MHD_AccessHandlerCallback _Nonnull handler, void *_Nullable cls,
     MHD_RequestCompletedCallback _Nonnull completed, ferry_mhd_uri_logger _Nonnull uri_logger,
     MHD_NotifyConnectionCallback _Nonnull notify_connection,
+    const struct ferry_mhd_log_target *_Nonnull log_target,
     const char *_Nullable cert_pem, const char *_Nullable key_pem) {
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME
         | MHD_USE_ERROR_LOG;
     if (cert_pem != NULL && key_pem != NULL) {
         return MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, handler, cls,
+            MHD_OPTION_EXTERNAL_LOGGER, ferry_mhd_log_forward, (void *)log_target,
             MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
             MHD_OPTION_THREAD_POOL_SIZE, threads,
             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
@@ -40,6 +57,7 @@ static inline struct MHD_Daemon *_Nullable ferry_mhd_start(
             MHD_OPTION_END);
     }
     return MHD_start_daemon(flags, 0, NULL, NULL, handler, cls,
+        MHD_OPTION_EXTERNAL_LOGGER, ferry_mhd_log_forward, (void *)log_target,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket)listen_fd,
         MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_CONNECTION_LIMIT, connection_limit,

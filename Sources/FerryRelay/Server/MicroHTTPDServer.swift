@@ -22,8 +22,9 @@ public final class MicroHTTPDServer: @unchecked Sendable {
     private var daemon: OpaquePointer?
     private let deadlines: RequestDeadlines
     private let stopSweeping = DispatchSemaphore(value: 0)
-    // libmicrohttpd keeps pointers to the PEM texts for the daemon's life.
+    // libmicrohttpd keeps pointers to the PEM texts and the log target for the daemon's life.
     private var pems: [UnsafeMutablePointer<CChar>] = []
+    private var logTarget: UnsafeMutablePointer<ferry_mhd_log_target>?
 
     /// Why the server could not start.
     public struct Failure: Error, CustomStringConvertible {
@@ -92,6 +93,12 @@ public final class MicroHTTPDServer: @unchecked Sendable {
         let key = keyPEM.map { strdup($0)! }
         pems = [cert, key].compactMap { $0 }
         let cls = Unmanaged.passUnretained(self).toOpaque()
+        let target = UnsafeMutablePointer<ferry_mhd_log_target>.allocate(capacity: 1)
+        target.initialize(to: ferry_mhd_log_target(sink: { cls, message in
+            let server = Unmanaged<MicroHTTPDServer>.fromOpaque(cls!).takeUnretainedValue()
+            server.libraryLogged(String(cString: message))
+        }, cls: cls))
+        logTarget = target
         daemon = ferry_mhd_start(
             listenFD, UInt32(c.threads), UInt32(c.maxConnections + Self.overCapacitySlots(c.maxConnections)),
             UInt32(c.connectionTimeoutSeconds), 64 * 1024,
@@ -120,7 +127,7 @@ public final class MicroHTTPDServer: @unchecked Sendable {
                     server.deadlines.closed(UInt(bitPattern: connection))
                 }
             },
-            cert, key)
+            target, cert, key)
         guard daemon != nil else {
             throw Failure(description: "libmicrohttpd did not start (see the lines it logged above)")
         }
@@ -149,6 +156,24 @@ public final class MicroHTTPDServer: @unchecked Sendable {
         close(listenFD)
         for p in pems { free(p) }
         pems = []
+        logTarget?.deallocate()
+        logTarget = nil
+    }
+
+    /// A message of libmicrohttpd's own, in the relay's log: at debug level when it is about
+    /// one client's request or connection (a malformed request, a peer that left; each such
+    /// request already got its answer or was closed, and a scanner could fill the log), as a
+    /// warning otherwise (it could not accept connections, for example). Its HTML error pages
+    /// are left out.
+    func libraryLogged(_ message: String) {
+        var text = message.trimmingCharacters(in: .whitespacesAndNewlines)
+        if let page = text.range(of: " ('<html>"), let end = text.range(of: "')", range: page.upperBound..<text.endIndex) {
+            text.removeSubrange(page.lowerBound..<end.upperBound)
+        }
+        let lower = text.lowercased()
+        let aboutOneClient = (lower.contains("request") || lower.contains("connection") || lower.contains("client"))
+            && !lower.contains("accept")
+        service.logger.log(aboutOneClient ? .debug : .warning, "libmicrohttpd: \(text)", ["component": "libmicrohttpd"])
     }
 
     // MARK: Per-request state

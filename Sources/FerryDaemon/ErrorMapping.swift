@@ -45,9 +45,11 @@ enum ErrorMapping {
         return VarlinkError(iface + "." + error.code, parameters: p)
     }
 
-    /// No such transport in the space.
+    /// No such transport in the space. The name as sent, up to 80 characters (a call may send
+    /// any string).
     static func transportNotFound(space: String, name: String) -> VarlinkError {
-        VarlinkError(EngineInterface.name + ".TransportNotFound", parameters: [
+        let name = String(name.prefix(80))
+        return VarlinkError(EngineInterface.name + ".TransportNotFound", parameters: [
             "space": .string(space), "name": .string(name),
             "message": .string("space \(space) has no transport named \(name); see 'ferryctl transport ls'"),
         ])

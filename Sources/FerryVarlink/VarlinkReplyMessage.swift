@@ -15,9 +15,31 @@ public struct VarlinkReplyMessage: Sendable, Hashable {
         self.error = error
     }
 
-    /// An error reply carrying `error`'s name and parameters.
+    /// An error reply carrying `error`'s name and parameters, each string in them cut at
+    /// `maxErrorString` bytes (ending in "…"): an error may echo what the call sent, and a
+    /// call can send megabytes, but the reply must stay small (within any peer's message cap).
     public init(_ error: VarlinkError) {
-        self.init(parameters: error.parameters, continues: false, error: error.name)
+        self.init(parameters: error.parameters.mapValues(Self.capped), continues: false, error: error.name)
+    }
+
+    /// The most UTF-8 bytes of any string in an error reply's parameters.
+    public static let maxErrorString = 1024
+
+    private static func capped(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .string(let s) where s.utf8.count > maxErrorString:
+            // Whole characters only, leaving room for the three bytes of "…".
+            var end = s.startIndex, bytes = 0
+            for index in s.indices {
+                bytes += s[index].utf8.count
+                if bytes > maxErrorString - 3 { break }
+                end = s.index(after: index)
+            }
+            return .string(s[..<end] + "…")
+        case .array(let items): return .array(items.map(capped))
+        case .object(let members): return .object(members.mapValues(capped))
+        default: return value
+        }
     }
 
     /// The error this reply carries, if it is an error reply.

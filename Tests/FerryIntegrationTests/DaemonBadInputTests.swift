@@ -210,6 +210,23 @@ import FerryVarlink
         daemon.stop()
     }
 
+    /// An error that names what the call sent (a transport name of 9 MB, an interface name)
+    /// stays a small reply: ferryd itself refuses messages over 16 MiB, and so may its clients.
+    @Test func errorsNamingAHugeArgumentStaySmall() async throws {
+        let daemon = try DaemonHarness(name: "huge-names")
+        try daemon.start()
+        let socket = try RawSocket(path: daemon.socketPath)
+        let huge = String(repeating: "A", count: 9 << 20)
+        for (method, parameters) in [("io.ferry.Engine.RemoveTransport", #"{"name":"\#(huge)"}"#),
+                                     ("io.ferry.Engine.RelayUsage", #"{"name":"\#(huge)"}"#),
+                                     ("org.varlink.service.GetInterfaceDescription", #"{"interface":"a.\#(huge)"}"#)] {
+            let reply = Self.roundTrip(socket, method, parameters)
+            #expect(reply.utf8.count < 4096 && reply.contains(#""error":"#), "\(method): \(reply.prefix(300))")
+        }
+        try await assertServing(daemon, "after huge names")
+        daemon.stop()
+    }
+
     /// 1,000 connections at once, each making a call. The connections are held by a child
     /// process so that this test process never holds thousands of descriptors (Foundation's
     /// Process.run misbehaves then, and other suites start processes concurrently).

@@ -106,4 +106,32 @@ import Testing
         #expect(error.varlinkError == .invalidParameter("x"))
         #expect(try VarlinkReplyMessage.decode(Array(#"{"error":"a.b.E"}"#.utf8)).varlinkError == VarlinkError("a.b.E"))
     }
+
+    /// An error may echo what a call sent (a name of megabytes): each string in its reply is cut
+    /// at `maxErrorString` bytes on a character boundary and marked, at any depth; shorter
+    /// strings and other values are as they were.
+    @Test func errorRepliesCutLongStrings() throws {
+        let limit = VarlinkReplyMessage.maxErrorString
+        for filler in ["a", "é", "👩‍👩‍👧"] {
+            let long = String(repeating: filler, count: 3_000_000 / filler.utf8.count)
+            let error = VarlinkError("a.b.NotFound", parameters: [
+                "name": .string(long), "short": .string("kept"), "n": 7,
+                "nested": .object(["list": .array([.string(long)])]),
+            ])
+            let reply = VarlinkReplyMessage(error)
+            #expect(reply.encoded().count < 3 * limit)
+            guard case .string(let name)? = reply.parameters["name"],
+                  case .object(let nested)? = reply.parameters["nested"], case .array(let list)? = nested["list"],
+                  case .string(let inner)? = list.first else {
+                Issue.record("\(reply.parameters)"); continue
+            }
+            for cut in [name, inner] {
+                #expect(cut.utf8.count <= limit && cut.utf8.count > limit - 3 - filler.utf8.count - 3 && cut.hasSuffix("…"))
+                #expect(long.hasPrefix(String(cut.dropLast())))
+            }
+            #expect(reply.parameters["short"] == "kept" && reply.parameters["n"] == 7)
+        }
+        let exact = String(repeating: "x", count: limit)
+        #expect(VarlinkReplyMessage(VarlinkError("a.b.E", parameters: ["s": .string(exact)])).parameters["s"] == .string(exact))
+    }
 }

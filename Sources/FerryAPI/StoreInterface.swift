@@ -17,17 +17,20 @@ public enum StoreInterface {
       space: string,
       # The entity kind, [a-z][a-z0-9_.-]{0,63}.
       entity: string,
-      # The record's id, 1 to 128 characters.
+      # The record's id: 1 to 128 Unicode code points, none of them U+0000-U+001F or
+      # U+007F; compared bytewise, exactly as given.
       id: string,
       # The version stamp, YYYY-MM-DDTHH:MM:SS.sssZ-CCCC-NNNNNNNNNNNNNNNN.
       hlc: string,
       # True for a tombstone (a deleted record).
       deleted: bool,
-      # The record's JSON object; absent for tombstones.
+      # The record's JSON object, exactly as written; absent for tombstones, and in the
+      # records PutMany returns.
       payload: ?object,
       # Lowercase hex SHA-256 of the attachments it references.
       attachments: []string,
-      # The change-log sequence number of the change that made this version current.
+      # The change-log sequence number of the change that made this version current
+      # (0 for a LosingVersion's record, which is not current).
       seq: int
     )
 
@@ -66,32 +69,39 @@ public enum StoreInterface {
     method Delete(space: ?string, entity: string, id: string) -> (record: Record)
 
     # Lists the records of one entity kind, a page at a time. Pass the returned next as
-    # after to read the following page. order is "id" (default) or "stamp". where keeps the
-    # records whose payload fields equal the given JSON scalars, e.g. {"done": false}.
-    # limit is 1 to 1000 (default 100); a page of large records holds fewer (it stops at
-    # 8 MiB of record text, after at least one record). next is present whenever more remain.
+    # after to read the following page; stop when next is absent, not when a page is short.
+    # order is "id" (default) or "stamp"; by stamp, a record changed while pages are read
+    # comes again on a later page, at its new stamp. where keeps the records whose top-level
+    # payload fields equal the given JSON scalars, e.g. {"done": false} (null matches a
+    # field that is null, not a missing one). limit is 1 to 1000 (default 100); a page of
+    # large records holds fewer (it stops at 8 MiB of record text, after at least one record).
     method List(space: ?string, entity: string, after: ?string, limit: ?int, includeDeleted: ?bool,
                 where: ?object, order: ?string) -> (records: []Record, next: ?string)
 
-    # Follows changes; call with "more". The first reply carries the current cursor and no
-    # record, then one reply per change with the record at its latest version and the
-    # change's cursor. Pass a cursor as since to resume after it, across daemon restarts,
-    # with nothing skipped. spaces defaults to the private space; ["*"] follows every space.
-    # A watcher that falls too far behind gets ResumeFromCursor and must call again.
+    # Follows changes; call with "more". The first reply carries no record and the cursor the
+    # stream starts after: since when given, else the newest change's. Then one reply per
+    # changed record, with the record at its latest version and that change's cursor: what
+    # changed after since comes first (each record once, at its latest change; the changes
+    # it superseded are not replayed), then each change as it is made. Pass a cursor as since
+    # to resume after it, across daemon restarts, with nothing skipped. spaces defaults to the
+    # private space; ["*"] follows every space. A watcher that falls too far behind gets
+    # ResumeFromCursor and must call again with since set to its cursor.
     method Watch(since: ?int, spaces: ?[]string, entities: ?[]string) -> (cursor: int, record: ?Record)
 
     # Stores a file as an attachment: data (base64, up to 8 MiB) inline, or the path of a
     # file this user can read (any size, streamed). sha256, when given, must match.
     method PutAttachment(data: ?string, path: ?string, sha256: ?string) -> (sha256: string, size: int)
 
-    # Reads an attachment: inline (base64) when it is at most maxInline bytes (default 1 MiB),
-    # otherwise the path of the daemon's own file of it (mode 0400: read or copy it, never change
-    # it). AttachmentMissing while its bytes are not here: a record from another device may
-    # arrive before its attachment, which the sync engine keeps fetching; Watch does not
-    # announce its arrival, so call again later.
+    # Reads an attachment: inline (base64) when it is at most maxInline bytes (0 to 8 MiB,
+    # default 1 MiB), otherwise the path of the daemon's own file of it (mode 0400: read or
+    # copy it, never change it). AttachmentMissing while its bytes are not here: a record from
+    # another device may arrive before its attachment, which the sync engine keeps fetching;
+    # Watch does not announce its arrival, so call again later.
     method GetAttachment(sha256: string, maxInline: ?int) -> (sha256: string, size: int, data: ?string, path: ?string)
 
-    # The versions of a record that lost a merge, newest first, as many as fit in one message.
+    # The versions of a record that lost a merge on this device, newest first (the newest
+    # ConflictHistory of them, 10 by default; as many as fit in one message). A device keeps
+    # the versions that lost merges it made itself: one that only received the winner has none.
     method Conflicts(space: ?string, entity: string, id: string) -> (versions: []LosingVersion)
 
     # Makes a losing version current again, as a new version that wins everywhere.
@@ -102,7 +112,7 @@ public enum StoreInterface {
 
     # The entity name is not [a-z][a-z0-9_.-]{0,63}.
     error InvalidEntity (entity: string, message: string, index: ?int)
-    # The id is empty, too long or has control characters.
+    # The id is empty, over 128 code points, or has a code point U+0000-U+001F or U+007F.
     error InvalidID (entity: string, id: string, message: string, index: ?int)
     # A stamp is malformed.
     error InvalidStamp (hlc: string, message: string)

@@ -111,8 +111,9 @@ public enum EngineInterface {
     # The outbox: every queued record with each transport's state. errorsOnly keeps
     # the entries some transport rejected, and those waiting for a transport that takes
     # nothing now (its pushes fail as a whole: their delivery says why in held). At most
-    # limit entries (default 1000), fewer when more would not fit in one message.
-    method Outbox(space: ?string, errorsOnly: ?bool, limit: ?int) -> (entries: []OutboxEntry)
+    # limit entries (1 to 100000, default 1000), fewer when more would not fit in one
+    # message; more is true when entries were left out.
+    method Outbox(space: ?string, errorsOnly: ?bool, limit: ?int) -> (entries: []OutboxEntry, more: ?bool)
 
     # Starts a sync round now (of one space, or all) instead of waiting for the next trigger.
     # While syncing is paused (Pause) it starts nothing and fails with SyncPaused.

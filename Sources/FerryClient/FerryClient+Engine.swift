@@ -18,6 +18,13 @@ extension FerryClient {
     ///   connection error.
     public func outbox(space: String? = nil, errorsOnly: Bool = false,
                        limit: Int? = nil) async throws(FerryClientError) -> [OutboxEntry] {
+        try await outboxPage(space: space, errorsOnly: errorsOnly, limit: limit).entries
+    }
+
+    /// The outbox as `outbox` gives it, and whether entries were left out (past `limit`, or
+    /// past what fits in one reply).
+    public func outboxPage(space: String? = nil, errorsOnly: Bool = false,
+                           limit: Int? = nil) async throws(FerryClientError) -> (entries: [OutboxEntry], more: Bool) {
         var parameters: [String: JSONValue] = [:]
         parameters.setIfPresent("space", space.json)
         if errorsOnly { parameters["errorsOnly"] = .bool(true) }
@@ -26,7 +33,7 @@ extension FerryClient {
         return try decode { () throws(WireError) in
             var out: [OutboxEntry] = []
             for entry in try reply.objects("entries") { out.append(try OutboxEntry(json: entry)) }
-            return out
+            return (out, reply["more"]?.boolValue ?? false)
         }
     }
 

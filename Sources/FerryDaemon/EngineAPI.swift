@@ -121,12 +121,16 @@ struct EngineAPI: Sendable {
             if let why = state.health.failure(of: "push") { held[state.space, default: [:]][state.info.name] = why }
         }
         let heldList = held.flatMap { space, transports in transports.keys.map { (space: space, transport: $0) } }
-        let entries = try await run { () throws(FerryError) in
-            try store.outbox(space: space, errorsOnly: errorsOnly, held: heldList, limit: limit)
+        // One entry past the limit tells whether any were left out.
+        var entries = try await run { () throws(FerryError) in
+            try store.outbox(space: space, errorsOnly: errorsOnly, held: heldList, limit: limit + 1)
         }
+        var more = entries.count > limit
+        if more { entries.removeLast() }
         var out: [JSONValue] = []
-        // Outbox has no paging: entries stop where one more would not fit in one message.
-        var bytes = #"{"entries":[]}"#.utf8.count
+        // Outbox has no paging: entries stop at the limit, or where one more would not fit in
+        // one message; `more` says that some were left out.
+        var bytes = #"{"entries":[],"more":true}"#.utf8.count
         for e in entries {
             let heldHere = held[e.space] ?? [:]
             var deliveries: [JSONValue] = e.deliveries.map { d in
@@ -146,10 +150,13 @@ struct EngineAPI: Sendable {
                 "seq": .int(e.seq), "queuedAt": .int(e.queuedAt), "deliveries": .array(deliveries),
             ])
             bytes += JSONWriter.serialize(entry).count + 1
-            if bytes > StoreAPI.maxReplyBytes { break }
+            if bytes > StoreAPI.maxReplyBytes {
+                more = true
+                break
+            }
             out.append(entry)
         }
-        return ["entries": .array(out)]
+        return more ? ["entries": .array(out), "more": true] : ["entries": .array(out)]
     }
 
     /// Starts a round now; while syncing is paused it starts nothing and says so

@@ -18,11 +18,11 @@ enum OutboxCommand: Command {
         _ = try arguments.positionals([])
         let limit = try arguments.integerOption("limit", in: 1...100_000).map { Int($0) }
         let client = try context.connect()
-        let entries = try await daemon { () async throws(FerryClientError) in
-            try await client.outbox(space: context.space, errorsOnly: arguments.has("errors"), limit: limit)
+        let (entries, more) = try await daemon { () async throws(FerryClientError) in
+            try await client.outboxPage(space: context.space, errorsOnly: arguments.has("errors"), limit: limit)
         }
         if context.json {
-            Output.json(.object(["entries": .array(entries.map(\.json))]))
+            Output.json(.object(more ? ["entries": .array(entries.map(\.json)), "more": true] : ["entries": .array(entries.map(\.json))]))
             return
         }
         guard !entries.isEmpty else {
@@ -37,6 +37,9 @@ enum OutboxCommand: Command {
         // The table cuts long texts; each distinct one is given whole once, with what to do.
         let whole = problems(entries)
         if !whole.isEmpty { Output.out("\n" + whole.joined(separator: "\n")) }
+        if more {
+            Output.note("more entries wait than the \(entries.count) shown: 'ferryctl status' counts them; --limit N shows up to N (100000 at most)")
+        }
     }
 
     /// Each distinct rejection or hold, whole: `relay: rejected: too large for relay: …`.

@@ -252,6 +252,11 @@ import Testing
         let (outbox, outboxCalls) = try run(["outbox", "--errors"]) { _ in [.ok(["entries": [entry]])] }
         #expect(outbox.status == 0 && outbox.stdout.contains("nas: rejected (disk full)"), "\(outbox)")
         #expect(outboxCalls.first?.parameters == ["errorsOnly": true])
+        #expect(!outbox.stderr.contains("more entries wait"))
+        let (cut, _) = try run(["outbox", "--limit", "1"]) { _ in [.ok(["entries": [entry], "more": true])] }
+        #expect(cut.status == 0 && cut.stderr.contains("more entries wait than the 1 shown"), "\(cut)")
+        let (cutJSON, _) = try run(["--json", "outbox", "--limit", "1"]) { _ in [.ok(["entries": [entry], "more": true])] }
+        #expect(cutJSON.status == 0 && cutJSON.stdout.contains(#""more":true"#), "\(cutJSON)")
 
         let (version, _) = try run(["version"]) { _ in
             [.ok(["vendor": "Ferry", "product": "ferryd", "version": "9.9.9", "url": "u", "interfaces": ["io.ferry.Store"]])]

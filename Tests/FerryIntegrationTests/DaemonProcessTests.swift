@@ -75,7 +75,12 @@ import FerryVarlink
         #expect(status.at("records") == 2 && status.at("outbox") == 2 && status.at("state") == "idle")
         #expect(status.at("node")?.stringValue?.count == 16)
         let outbox = try await client.call("io.ferry.Engine.Outbox", ["space": "team"])
-        #expect(outbox.at("entries")?.arrayValue?.count == 1)
+        #expect(outbox.at("entries")?.arrayValue?.count == 1 && outbox.at("more") == nil)
+        // Entries left out past the limit are announced (more), and only then.
+        let cut = try await client.call("io.ferry.Engine.Outbox", ["limit": 1])
+        #expect(cut.at("entries")?.arrayValue?.count == 1 && cut.at("more") == true, "\(cut)")
+        let whole = try await client.call("io.ferry.Engine.Outbox", ["limit": 2])
+        #expect(whole.at("entries")?.arrayValue?.count == 2 && whole.at("more") == nil, "\(whole)")
         _ = try await client.call("io.ferry.Engine.SyncNow")
         daemon.stop()
     }

@@ -148,7 +148,8 @@ public enum Daemon {
             logger: { event in
                 switch event {
                 case .peerRefused(let peer):
-                    logger.warning("refused a connection from \(peer.map { "uid \($0.userID) (pid \($0.processID))" } ?? "an unknown peer"): only uid \(ownUID) and root may use ferryd",
+                    logger.warning("refused a connection from \(peer.map { "uid \($0.userID) (pid \($0.processID))" } ?? "an unknown peer"): "
+                                   + (ownUID == 0 ? "only root may use this ferryd" : "only uid \(ownUID) and root may use this ferryd"),
                                    ["peer_uid": peer.map { String($0.userID) } ?? "?"])
                 default:
                     logger.notice(event.description)

@@ -105,6 +105,7 @@ final class ServerCore: @unchecked Sendable, EventLoopHandler {
         }
         connection.interest = events
         connections[id] = connection
+        if !allowed { closeLater(connectionID: id, after: configuration.refusedPeerGrace) }
     }
 
     // MARK: - Batched calls (loop thread)

@@ -30,6 +30,10 @@ public struct VarlinkServerConfiguration: Sendable {
     /// How long a message may take from its first byte to its NUL: a client that stops in
     /// the middle of one for longer is disconnected (its memory is not held for ever).
     public var incompleteMessageTimeout: Duration = .seconds(30)
+    /// How long a connection the peer policy refused is kept for its first call (answered
+    /// `PermissionDenied`): one that sends nothing is closed after this, so refused peers
+    /// cannot hold connections (up to `maxConnections`) by staying silent.
+    public var refusedPeerGrace: Duration = .seconds(1)
     /// Mode of the socket file the server creates.
     public var socketMode: mode_t = 0o600
     /// Mode of the directories the server creates for the socket.

@@ -328,6 +328,22 @@ import FerryVarlink
         let refused = try runCommand("/usr/bin/setpriv", asNobody)
         #expect(refused.output.contains("org.varlink.service.PermissionDenied"), "\(refused.output)")
         #expect(daemon.log.contains("refused a connection from uid 65534"))
+        #expect(daemon.log.contains(getuid() == 0 ? "only root may use this ferryd" : "and root may use this ferryd"))
+        // A refused peer that sends nothing does not keep its connection (and its place among
+        // MaxConnections) until it gives up: it is closed within about a second.
+        let silent = """
+        import socket, sys, time
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(sys.argv[1])
+        s.settimeout(10)
+        t = time.monotonic()
+        data = s.recv(100)
+        print("closed" if data == b"" else "data", round(time.monotonic() - t, 1))
+        """
+        let dropped = try runCommand("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "--",
+                                                          "/usr/bin/python3", "-c", silent, daemon.socketPath])
+        let waited = Double(dropped.output.split(separator: " ").last.map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "") ?? 99
+        #expect(dropped.output.hasPrefix("closed") && waited < 5, "\(dropped.output)")
         // The owner is still served.
         let client = try daemon.client()
         _ = try await client.call("io.ferry.Store.List", ["entity": "note"])

@@ -84,7 +84,7 @@ public enum StoreInterface {
     # changed after since comes first (each record once, at its latest change; the changes
     # it superseded are not replayed), then each change as it is made. Pass a cursor as since
     # to resume after it, across daemon restarts, with nothing skipped. spaces defaults to the
-    # private space; ["*"] follows every space. A watcher that falls too far behind gets
+    # private space; ["*"] (alone) follows every space. A watcher that falls too far behind gets
     # ResumeFromCursor and must call again with since set to its cursor.
     method Watch(since: ?int, spaces: ?[]string, entities: ?[]string) -> (cursor: int, record: ?Record)
 

@@ -201,6 +201,11 @@ struct EngineAPI: Sendable {
         guard Names.isValidName(name) else {
             throw ErrorMapping.varlink(.invalidTransportName(String(name.prefix(80))), interface: EngineInterface.name)
         }
+        // A pairing code or token given for another kind is a mistake, not something to drop.
+        for key in ["code", "token"] where kind != "relay" && p[key] != nil && p[key]?.isNull == false {
+            throw ErrorMapping.invalidArgument(key, "\(key) is for a relay transport; a \(kind.prefix(40)) transport takes none",
+                                               interface: EngineInterface.name)
+        }
         let config: String
         do {
             if kind == "relay" {

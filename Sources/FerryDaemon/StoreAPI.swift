@@ -282,6 +282,9 @@ struct StoreAPI: Sendable {
                 throw ErrorMapping.invalidArgument("spaces", "spaces is empty, which matches no change; leave it out for the private space, or [\"*\"] for all")
             }
             let names = list.compactMap(\.stringValue)
+            if names.contains("*") && names.count > 1 {
+                throw ErrorMapping.invalidArgument("spaces", "\"*\" follows every space, present and future: give it alone, or list the spaces to follow")
+            }
             spaces = names.contains("*") ? nil : Set(names)
         }
         if let names = spaces {

@@ -55,6 +55,11 @@ import FerryVarlink
              "io.ferry.Store.InvalidArgument"),
             ("a Watch of no entity", Array(#"{"method":"io.ferry.Store.Watch","parameters":{"entities":[]},"more":true}"#.utf8) + [0],
              "io.ferry.Store.InvalidArgument"),
+            ("a Watch of every space and one more", Array(#"{"method":"io.ferry.Store.Watch","parameters":{"spaces":["*","nosuch"]},"more":true}"#.utf8) + [0],
+             "io.ferry.Store.InvalidArgument"),
+            ("a folder transport with a relay token", Array(Self.call("io.ferry.Engine.AddTransport",
+                                                                      #"{"name":"f","kind":"folder","location":"/tmp","token":"zzz"}"#).utf8),
+             "io.ferry.Engine.InvalidArgument"),
             ("a Watch of a bad entity name", Array(#"{"method":"io.ferry.Store.Watch","parameters":{"entities":["BAD"]},"more":true}"#.utf8) + [0],
              "io.ferry.Store.InvalidEntity"),
             ("10,000-deep nesting", Array(#"{"method":"io.ferry.Store.Put","parameters":{"entity":"n","payload":{"a":"#.utf8)

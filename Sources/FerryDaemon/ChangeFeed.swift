@@ -273,15 +273,8 @@ final class ChangeFeed: Sendable {
 
     /// A change with its reply encoded.
     private static func item(_ record: Record) -> Item {
-        let reply = VarlinkEncodedReply(capacity: 200 + (record.payload?.utf8.count ?? 0)) { bytes in
-            bytes += #"{"cursor":"#.utf8
-            bytes += String(record.seq).utf8
-            bytes += #","record":"#.utf8
-            Wire.append(record, payloadText: record.payload, to: &bytes)
-            bytes.append(UInt8(ascii: "}"))
-        }
-        return Item(seq: record.seq, space: record.space, entity: record.entity,
-                    key: Key(space: record.space, entity: record.entity, id: record.id), reply: reply)
+        Item(seq: record.seq, space: record.space, entity: record.entity,
+             key: Key(space: record.space, entity: record.entity, id: record.id), reply: Wire.change(record))
     }
 
     /// Drops the oldest changes beyond `capacity` or `maxBytes`.

@@ -48,7 +48,7 @@ struct StoreAPI: Sendable {
             "Watch": VarlinkMethod(requiresMore: true) { call, sink throws(VarlinkError) in try await watch(call.parameters, sink) },
             "PutAttachment": VarlinkMethod { call, _ throws(VarlinkError) in try await putAttachment(call.parameters) },
             "GetAttachment": VarlinkMethod { call, _ throws(VarlinkError) in try await getAttachment(call.parameters) },
-            "RestoreConflict": VarlinkMethod { call, _ throws(VarlinkError) in try await restoreConflict(call.parameters) },
+            "RestoreConflict": .inline { call throws(VarlinkError) in try restoreConflict(call.parameters) },
         ]
     }
 
@@ -343,7 +343,7 @@ struct StoreAPI: Sendable {
                         try store.changes(since: from, spaces: filterSpaces, entities: entities, limit: 500)
                     }
                     for record in page.records {
-                        try await sink.send(["cursor": .int(record.seq), "record": try Wire.record(record)])
+                        try await sink.send(Wire.change(record))
                         cursor = record.seq
                     }
                     cursor = page.through
@@ -444,31 +444,43 @@ struct StoreAPI: Sendable {
         let space = p.space, entity = p["entity"]?.stringValue ?? "", id = p["id"]?.stringValue ?? ""
         let spaceName = space
         let losers = try now { () throws(FerryError) in try store.conflicts(space: space, entity: entity, id: id) }
-        var out: [JSONValue] = []
         // Conflicts has no paging: the newest versions that fit in one message (all of them at
-        // the default ConflictHistory of 10 and payloads of at most 1 MiB).
-        var bytes = #"{"versions":[]}"#.utf8.count
+        // the default ConflictHistory of 10 and payloads of at most 1 MiB). Payloads as stored.
+        var bytes = Array(#"{"versions":["#.utf8)
+        var first = true
         for loser in losers {
+            var version = Array(#"{"lostAt":"#.utf8)
+            JSONWriter.appendInteger(loser.lostAt, to: &version)
+            JSONWriter.appendRaw(#","origin":"#, to: &version)
+            JSONWriter.appendString(loser.origin.description, to: &version)
+            JSONWriter.appendRaw(#","record":"#, to: &version)
             let record = Record(space: spaceName, version: loser.version, seq: 0)
-            let version = JSONValue.object([
-                "record": try Wire.record(record), "origin": .string(loser.origin.description),
-                "winner": .string(loser.winner.text), "lostAt": .int(loser.lostAt),
-            ])
-            bytes += JSONWriter.serialize(version).count + 1
-            if bytes > Self.maxReplyBytes { break }
-            out.append(version)
+            Wire.append(record, payloadText: record.payload, to: &version)
+            JSONWriter.appendRaw(#","winner":""#, to: &version)
+            loser.winner.appendText(to: &version)
+            JSONWriter.appendRaw(#""}"#, to: &version)
+            if bytes.count + version.count + 3 > Self.maxReplyBytes { break }
+            if !first { bytes.append(UInt8(ascii: ",")) }
+            first = false
+            bytes += version
         }
-        return .values(["versions": .array(out)])
+        JSONWriter.appendRaw("]}", to: &bytes)
+        return .json(bytes)
     }
 
-    func restoreConflict(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+    /// Runs on the event loop, as the other writes do (one small transaction), so that its
+    /// reply can carry the payload as stored.
+    func restoreConflict(_ p: [String: JSONValue]) throws(VarlinkError) -> VarlinkReplyParameters {
         let space = p.space, entity = p["entity"]?.stringValue ?? "", id = p["id"]?.stringValue ?? ""
         let hlcText = p["hlc"]?.stringValue ?? ""
-        let record = try await run { () throws(FerryError) in
+        let record = try now { () throws(FerryError) in
             let stamp = try Stamp(parsing: hlcText)
             return try store.restoreConflict(space: space, entity: entity, id: id, stamp: stamp)
         }
-        return ["record": try Wire.record(record)]
+        var bytes = Array(#"{"record":"#.utf8)
+        Wire.append(record, payloadText: record.payload, to: &bytes)
+        bytes.append(UInt8(ascii: "}"))
+        return .json(bytes)
     }
 
     // MARK: Helpers
@@ -521,21 +533,15 @@ enum Wire {
         out.append(UInt8(ascii: "}"))
     }
 
-    /// A record, with its payload parsed from the stored text (or given, when the caller has it).
-    static func record(_ r: Record, payload: [String: JSONValue]?) -> JSONValue {
-        WireRecord(space: r.space, entity: r.entity, id: r.id, hlc: r.hlc.text, deleted: r.deleted,
-                   payload: r.deleted ? nil : payload, attachments: r.attachments, seq: r.seq).json
-    }
-
-    static func record(_ r: Record) throws(VarlinkError) -> JSONValue {
-        var payload: [String: JSONValue]?
-        if let text = r.payload {
-            guard case .object(let o)? = try? JSONParser.parse(text) else {
-                throw ErrorMapping.varlink(.storage(context: "reading \(r.entity)/\(r.id)", message: "the stored payload is not a JSON object"))
-            }
-            payload = o
+    /// A change as `Watch` sends it, `{"cursor":seq,"record":{...}}`, the payload as stored.
+    static func change(_ record: Record) -> VarlinkEncodedReply {
+        VarlinkEncodedReply(capacity: 200 + (record.payload?.utf8.count ?? 0)) { bytes in
+            bytes += #"{"cursor":"#.utf8
+            JSONWriter.appendInteger(record.seq, to: &bytes)
+            bytes += #","record":"#.utf8
+            append(record, payloadText: record.payload, to: &bytes)
+            bytes.append(UInt8(ascii: "}"))
         }
-        return record(r, payload: payload)
     }
 }
 

@@ -115,6 +115,36 @@ import Testing
         #expect(Set(try await online.drain(from: seen.cursor).envelopes).isSuperset(of: after[0]))
     }
 
+    /// A sync tool replaces one of A's segments with a shortened copy (a transfer cut short on
+    /// another device, then synced everywhere). A's files never change once written, so the
+    /// rest never comes: A finds it (within `ownFilesRecheck`), starts over like for a deleted
+    /// file, and a device that joins afterwards gets every record instead of waiting for good
+    /// on the cut file.
+    @Test mutating func aSegmentCutShortIsALossAndAJoiningDeviceGetsEverything() async throws {
+        let keeper = FolderTransport.StateKeeper.inMemory()
+        var options = FolderFixture.options(maxSegments: 64)
+        options.ownFilesRecheck = .zero
+        let t = FolderTransport(name: "folder", path: a.path, owner: FolderFixture.owner, device: FolderFixture.writer,
+                                options: options, keeper: keeper)
+        let before = batches(4)
+        for batch in before { _ = try await t.push(batch) }
+        // Still whole: no loss.
+        let middle = batches(1, from: 50)
+        #expect(try await t.push(middle[0]) == [.accepted, .accepted])
+        let file = FolderFixture.deviceDirectory(a.path) + "/seg-0000000000000002.fseg"
+        let whole = try #require(FileManager.default.contents(atPath: file))
+        try whole.prefix(70).write(to: URL(fileURLWithPath: file + ".tmp-sync"))
+        #expect(rename(file + ".tmp-sync", file) == 0)
+        let after = batches(1, from: 100)
+        let lost = try await push(t, after[0], everything: before + middle + after)
+        #expect(lost?.kind == "host-lost-data")
+        #expect(lost?.message.contains("seg-0000000000000002.fseg was cut short (70 of its \(whole.count) bytes are left)") == true,
+                "\(lost?.message ?? "nil")")
+        try SyncTool.mirror(from: a.path, to: b.path)
+        let joining = try await reader().drain(from: nil)
+        #expect(Set(joining.envelopes) == Set((before + middle + after).flatMap { $0 }))
+    }
+
     @Test mutating func aLossIsReportedToAPullUntilTheTransportStartsOver() async throws {
         let keeper = FolderTransport.StateKeeper.inMemory()
         var t = writer(keeper)

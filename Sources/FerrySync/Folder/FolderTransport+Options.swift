@@ -19,6 +19,11 @@ extension FolderTransport {
         /// The wall clock in milliseconds since the epoch: stamps status figures and temporary
         /// file names.
         public var wallClock: @Sendable () -> Int64
+        /// How long a listing of the own directory that found nothing lost or cut short is
+        /// trusted while the watcher reports no deletion there: a bound on how late a file the
+        /// sync tool replaced with a shortened copy (which inotify does not tell from this
+        /// device's own writes) or a missed event is found.
+        public var ownFilesRecheck: Duration = .seconds(10)
 
         public init(pollInterval: Duration = .seconds(5), maxSegments: Int = 1024, garbageRatio: Double = 0.5,
                     minimumCompactionBytes: Int = 1 << 20,

@@ -68,14 +68,11 @@ extension FolderTransport {
         try? saveState(&w)
     }
 
-    /// How long a listing of the own directory that found nothing lost is trusted while the
-    /// watcher reports nothing that could remove a file: a bound on what a missed event costs.
-    static let ownFilesRecheck: Duration = .seconds(10)
-
     /// Checks that every file this device wrote into its directory and did not remove itself
-    /// (by compaction) is still there. The folder itself is there (checked before): when the
-    /// directory or such a file is gone, the sync tool synced a deletion (a user cleared the
-    /// folder or deleted a file), so the folder lost data that other devices may never have
+    /// (by compaction) is still there, and no shorter than this process knows it (`cutShort`).
+    /// The folder itself is there (checked before): when the directory or such a file is gone
+    /// or cut short, the sync tool synced a deletion (a user cleared the folder or deleted a
+    /// file) or a shortened copy, so the folder lost data that other devices may never have
     /// read. Then the writer starts its directory over, above every seq it ever used: its
     /// surviving files are compacted into one snapshot `snap-R` (R above every seq used), which
     /// supersedes every older seq for the readers; it remembers a new epoch; and it throws
@@ -83,7 +80,7 @@ extension FolderTransport {
     /// A folder that is missing as a whole (unmounted) is `.unavailable` and never comes here.
     ///
     /// The directory is listed again only when the watcher saw something that may have removed
-    /// a file (`FolderWatcher.ownFilesToken`) or `ownFilesRecheck` has passed since the last
+    /// a file (`FolderWatcher.ownFilesToken`) or `options.ownFilesRecheck` has passed since the last
     /// listing; without inotify, every time.
     func checkOwnFiles(_ w: inout Writer) throws(TransportFailure) {
         var state = try state(&w)
@@ -92,7 +89,7 @@ extension FolderTransport {
         watcher.watch(ownDirectory)
         let token = watcher.ownFilesToken()
         let now = ContinuousClock.now
-        if let token, let last = w.ownFilesChecked, last.token == token, now - last.at < Self.ownFilesRecheck { return }
+        if let token, let last = w.ownFilesChecked, last.token == token, now - last.at < options.ownFilesRecheck { return }
         w.ownFilesChecked = nil
         let names: [String]?
         do {
@@ -101,7 +98,7 @@ extension FolderTransport {
             if error.code != ENOENT && error.code != ENOTDIR { throw unavailable(error) }
             names = nil
         }
-        guard let why = state.lost(names: names) else {
+        guard let why = state.lost(names: names) ?? cutShort(w.log, names: names) else {
             if let token { w.ownFilesChecked = (token, now) }
             return
         }
@@ -143,6 +140,26 @@ extension FolderTransport {
             throw unavailable(error)
         }
         throw .hostLostData(message)
+    }
+
+    /// An own file shorter on disk than this process knows it (as written, or as read whole
+    /// when the log was loaded): the sync tool put a shortened copy in its place (a transfer
+    /// cut short elsewhere, a full disk on another device). This device's files are written
+    /// once and never change, so the rest of it will not come, and a device that had not read
+    /// it yet would lack its records for good. It is a loss like a deleted file. Nil when none.
+    func cutShort(_ log: FolderOwnLog?, names: [String]?) -> String? {
+        guard let log, let names else { return nil }
+        var known: [(name: String, bytes: UInt64)] = log.segments.map { (FolderFileName.segmentName($0.key), $0.value) }
+        if let snap = log.snapshot, snap.bytes > 0 { known.append((FolderFileName.snapshotName(snap.seq), snap.bytes)) }
+        guard !known.isEmpty else { return nil }
+        let present = Set(names)
+        for file in known.sorted(by: { $0.name < $1.name }) where present.contains(file.name) {
+            guard let now = try? FolderIO.kind(of: ownDirectory + "/" + file.name), now.isRegular else { continue }
+            if UInt64(now.size) < file.bytes {
+                return "its file \(file.name) was cut short (\(now.size) of its \(file.bytes) bytes are left): the sync tool put a shortened copy in its place"
+            }
+        }
+        return nil
     }
 
     /// What a pull learns from the writer's state: the epoch for the new cursor, and which of

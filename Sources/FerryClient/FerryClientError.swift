@@ -127,8 +127,9 @@ public enum FerryClientError: Error, Sendable, Hashable, CustomStringConvertible
             return "cannot connect to ferryd at \(path): \(reason); check the socket path (--socket or FERRY_SOCKET)"
         case .connectionClosed(let path):
             return "ferryd at \(path) closed the connection (it may have stopped, restarted or failed to start): "
-                + "check 'systemctl --user status ferryd'; once what it reports is fixed, "
-                + "'systemctl --user reset-failed ferryd.socket ferryd.service && systemctl --user restart ferryd.socket', then try again"
+                + "check its log (for the user service: 'systemctl --user status ferryd'; once what it reports is fixed, "
+                + "'systemctl --user reset-failed ferryd.socket ferryd.service && systemctl --user restart ferryd.socket'; "
+                + "a ferryd started by hand: its terminal), then try again"
         case .remote(let name, let message, _):
             return "\(name): \(message)"
         case .protocolError(let reason):

@@ -45,6 +45,10 @@ enum HelpCommand: Command {
             return (usage.count > maxUsage ? shortUsage(command) : usage, command.summary)
         }
         let globals = Ferryctl.globalOptions.map { ($0.display, $0.help) }
+        // The commands that act on one space, from their own declarations.
+        var spaced: [String] = []
+        for command in Ferryctl.commands where command.takesSpace { spaced.append(command.name) }
+        let spacedText = spaced.dropLast().joined(separator: ", ") + (spaced.count > 1 ? " and " : "") + (spaced.last ?? "")
         return """
             usage: ferryctl [--socket PATH] [--json] [--space NAME] COMMAND [ARGUMENTS]
 
@@ -53,9 +57,7 @@ enum HelpCommand: Command {
             \(columns(commands))
             Global options (before or after the command):
             \(columns(globals))
-            --space applies to the commands that touch records: get, put, rm, ls, watch,
-            conflicts, outbox and sync. An argument that starts with - (an id, say) goes
-            after --: 'ferryctl get note -- -x'.
+            \(reflow("--space applies to the commands that act on one space: \(spacedText). An argument that starts with - (an id, say) goes after --: 'ferryctl get note -- -x'."))
 
             \(exitCodes)
 

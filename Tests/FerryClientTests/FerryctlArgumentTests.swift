@@ -87,6 +87,11 @@ import Testing
                          "Exit codes:", "4  ferryd is not running", "3  not found", "5  permission denied", "2  usage error"] {
                 #expect(result.stdout.contains(word), "'\(word)' missing from \(arguments): \(result)")
             }
+            // Every command that takes --space is named where the overview says which do.
+            let spaced = result.stdout.components(separatedBy: "--space applies to").last?.components(separatedBy: "Exit codes").first ?? ""
+            for command in ["get", "put", "rm", "ls", "watch", "conflicts", "outbox", "sync", "transport", "owner", "relay"] {
+                #expect(spaced.contains(command), "'\(command)' missing from: \(spaced)")
+            }
             for line in result.lines where line.count > 80 {
                 Issue.record("a line of \(line.count) columns in \(arguments): \(line)")
             }

@@ -145,6 +145,45 @@ import Testing
         #expect(Set(joining.envelopes) == Set((before + middle + after).flatMap { $0 }))
     }
 
+    /// A file that is not A's under one of A's names in A's directory (junk a user or a tool
+    /// put there; a newer-looking snapshot name too): A restarted does not take it for one of its
+    /// own, so no loss is made up (it had thought thousands of its segments gone and started
+    /// over, and a junk snapshot name had it delete its segments below it); the name is never
+    /// used by A (readers consumed it), also after the junk goes and A restarts again; readers
+    /// get every record.
+    @Test mutating func junkUnderTheWritersOwnNamesIsNeitherItsFileNorALoss() async throws {
+        let keeper = FolderTransport.StateKeeper.inMemory()
+        var t = writer(keeper)
+        let before = batches(3)
+        for batch in before { _ = try await t.push(batch) }
+        let dir = FolderFixture.deviceDirectory(a.path)
+        var junk = [UInt8](repeating: 0, count: 3000)
+        for i in junk.indices { junk[i] = UInt8.random(in: 0...255, using: &rng) }
+        FileManager.default.createFile(atPath: dir + "/seg-0000000000000fff.fseg", contents: Data(junk))
+        FileManager.default.createFile(atPath: dir + "/snap-0000000000000800.fsnap", contents: Data(junk.prefix(500)))
+        // Put there an hour ago: not a file of A's still being written in place.
+        for name in ["seg-0000000000000fff.fseg", "snap-0000000000000800.fsnap"] {
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -3600)], ofItemAtPath: dir + "/" + name)
+        }
+        t = writer(keeper)
+        let after = batches(1, from: 100)
+        #expect(try await t.push(after[0]) == [.accepted, .accepted])
+        // Its files go on above the junk: a snapshot there supersedes its older files and the
+        // skipped seqs, so no segment is expected where none was written.
+        #expect(SyncTool.files(a.path).contains(FolderFileName.snapshotName(0x1000)), "\(SyncTool.files(a.path))")
+        let state = try FolderWriterState(parsing: try keeper.load(t.stateKey))
+        #expect(state.taken == 0xfff && state.high > 0xfff && state.epoch == 0)
+        try SyncTool.mirror(from: a.path, to: b.path)
+        let read = try await reader().drain(from: nil)
+        #expect(Set(read.envelopes) == Set((before + after).flatMap { $0 }))
+        // The junk goes; A restarts: still no loss, and no name at or below it is used.
+        try FileManager.default.removeItem(atPath: dir + "/seg-0000000000000fff.fseg")
+        try FileManager.default.removeItem(atPath: dir + "/snap-0000000000000800.fsnap")
+        t = writer(keeper)
+        #expect(try await t.push(batches(1, from: 200)[0]) == [.accepted, .accepted])
+        #expect(seqs(a.path).filter { $0 > 3 }.allSatisfy { $0 > 0xfff }, "\(SyncTool.files(a.path))")
+    }
+
     @Test mutating func aLossIsReportedToAPullUntilTheTransportStartsOver() async throws {
         let keeper = FolderTransport.StateKeeper.inMemory()
         var t = writer(keeper)
@@ -205,7 +244,16 @@ import Testing
         for cut in 1..<text.count {
             #expect(throws: FolderCursorError.self) { try FolderWriterState(parsing: String(decoding: text[..<cut], as: UTF8.self)) }
         }
+        // A taken seq (a foreign file under one of its names) comes between s and v, and only then.
+        let taken = FolderWriterState(high: 12, base: 9, snapshot: 9, epoch: 3, reread: .init(after: 10, through: 12), taken: 4095)
+        #expect(taken.text == "{\"b\":9,\"e\":3,\"h\":12,\"ra\":10,\"rt\":12,\"s\":9,\"t\":4095,\"v\":1}")
+        #expect(try FolderWriterState(parsing: taken.text) == taken && taken.highestUsed == 4095 && state.highestUsed == 12)
+        let takenText = Array(taken.text.utf8)
+        for cut in 1..<takenText.count {
+            #expect(throws: FolderCursorError.self) { try FolderWriterState(parsing: String(decoding: takenText[..<cut], as: UTF8.self)) }
+        }
         for bad in ["{\"b\":9,\"e\":3,\"h\":12,\"s\":9,\"v\":2}", "{\"b\":13,\"e\":3,\"h\":12,\"s\":9,\"v\":1}",
+                    "{\"b\":9,\"e\":3,\"h\":12,\"s\":9,\"t\":1,\"t\":2,\"v\":1}", "{\"b\":9,\"e\":3,\"h\":12,\"s\":9,\"x\":1,\"v\":1}",
                     "{\"b\":9,\"b\":9,\"h\":12,\"s\":9,\"v\":1}", "{\"b\":99999999999999999999,\"e\":3,\"h\":12,\"s\":9,\"v\":1}",
                     "{\"b\":9,\"e\":3,\"h\":12,\"s\":9,\"v\":1} ", String(repeating: " ", count: 300)] {
             #expect(throws: FolderCursorError.self) { try FolderWriterState(parsing: bad) }

@@ -15,6 +15,11 @@ struct FolderOwnLog: Sendable {
     var segments: [UInt64: UInt64] = [:]
     /// This device's snapshot: the highest seq it supersedes, and its size.
     var snapshot: (seq: UInt64, bytes: UInt64)?
+    /// The highest seq of this device's own files that `load` found.
+    var ownHigh: UInt64 = 0
+    /// The highest seq of a file under one of this device's names that is not this device's
+    /// (`load` found it): taken, never written, never expected.
+    var foreignHigh: UInt64 = 0
     /// Frames in this device's own files that could not be read when it was loaded.
     var unreadable = 0
     /// The newest stamp of each stream in this device's files, and the size of its frame.
@@ -63,6 +68,12 @@ struct FolderOwnLog: Sendable {
 
     /// Reads the state from `dir`, tidying what a crash may have left: temporary files, and
     /// segments or older snapshots that a finished snapshot supersedes.
+    ///
+    /// A file under one of this device's names that is not this device's (its header names
+    /// another owner, device, kind or seq, or is not a header at all; or something other than a
+    /// regular file) is not read as one of its files: it supersedes nothing, is never removed,
+    /// and is not expected later; its seq is taken (`foreignHigh`), since readers consumed it
+    /// under that name, so no file of this device is ever written there.
     static func load(dir: String, owner: OwnerID, device: NodeID) throws(FolderIOError) -> FolderOwnLog {
         guard let identity = try FolderIO.kind(of: dir), identity.isDirectory else {
             throw FolderIOError(call: "stat", path: dir, code: ENOENT)
@@ -80,35 +91,8 @@ struct FolderOwnLog: Sendable {
             case .conflictCopy, .ignored: break
             }
         }
-        // Something else than a file under a Ferry name (a directory a sync tool carried, a
-        // FIFO) is no file of this device's: not read, not removed, never waited on; the next
-        // segment is written above its number all the same, since that name is taken.
-        var oddHigh: UInt64 = 0
-        func files(_ seqs: [UInt64], named name: (UInt64) -> String, takesSeq: Bool) throws(FolderIOError) -> [UInt64] {
-            var kept: [UInt64] = []
-            for seq in seqs {
-                if let k = try FolderIO.kind(of: dir + "/" + name(seq)), !k.isRegular {
-                    log.unreadable += 1
-                    if takesSeq { oddHigh = max(oddHigh, seq) }
-                } else {
-                    kept.append(seq)
-                }
-            }
-            return kept
-        }
-        segs = try files(segs, named: FolderFileName.segmentName, takesSeq: true)
-        snaps = try files(snaps, named: FolderFileName.snapshotName, takesSeq: false)
-        log.lastSeq = max(log.lastSeq, oddHigh)
-        if let newest = snaps.max() {
-            for seq in snaps where seq < newest { try FolderIO.remove(dir + "/" + FolderFileName.snapshotName(seq)) }
-            for seq in segs where seq <= newest { try FolderIO.remove(dir + "/" + FolderFileName.segmentName(seq)) }
-            segs.removeAll { $0 <= newest }
-            log.snapshot = (newest, 0)
-            log.lastSeq = max(log.lastSeq, newest)
-        }
-        var toRead: [(String, FolderFileHeader.Kind, UInt64)] = segs.map { (FolderFileName.segmentName($0), .segment, $0) }
-        if let snap = log.snapshot { toRead.insert((FolderFileName.snapshotName(snap.seq), .snapshot, snap.seq), at: 0) }
-        for (name, kind, seq) in toRead {
+        /// Reads one of the files; nil when it is not this device's (then its seq is taken).
+        func read(_ name: String, _ kind: FolderFileHeader.Kind, _ seq: UInt64) throws(FolderIOError) -> (headers: [(EnvelopeHeader, Int)], size: UInt64)? {
             var headers: [(EnvelopeHeader, Int)] = []
             var bad = 0
             let outcome = try FolderFileReader.scan(
@@ -117,21 +101,34 @@ struct FolderOwnLog: Sendable {
                     headers.append(($0.header, Frame.size(of: $0)))
                     return true
                 }, unreadable: { _ in bad += 1 })
-            for (header, size) in headers { log.note(header, size: size) }
-            log.unreadable += bad
-            let size = UInt64((try FolderIO.kind(of: dir + "/" + name))?.size ?? 0)
             switch outcome {
-            case .badHeader, .notAFile: log.unreadable += 1
-            case .gone, .progressed: break
-            }
-            switch kind {
-            case .segment:
-                log.segments[seq] = size
-                log.lastSeq = max(log.lastSeq, seq)
-            case .snapshot:
-                log.snapshot = (seq, size)
+            case .badHeader, .notAFile:
+                log.unreadable += 1
+                log.foreignHigh = max(log.foreignHigh, seq)
+                return nil
+            case .gone, .progressed:
+                log.unreadable += bad
+                return (headers, UInt64((try FolderIO.kind(of: dir + "/" + name))?.size ?? 0))
             }
         }
+        // The newest snapshot of this device's supersedes its older files.
+        for seq in snaps.sorted(by: >) {
+            guard let (headers, size) = try read(FolderFileName.snapshotName(seq), .snapshot, seq) else { continue }
+            for (header, frameSize) in headers { log.note(header, size: frameSize) }
+            log.snapshot = (seq, size)
+            log.ownHigh = max(log.ownHigh, seq)
+            for older in snaps where older < seq { try FolderIO.remove(dir + "/" + FolderFileName.snapshotName(older)) }
+            for superseded in segs where superseded <= seq { try FolderIO.remove(dir + "/" + FolderFileName.segmentName(superseded)) }
+            segs.removeAll { $0 <= seq }
+            break
+        }
+        for seq in segs.sorted() {
+            guard let (headers, size) = try read(FolderFileName.segmentName(seq), .segment, seq) else { continue }
+            for (header, frameSize) in headers { log.note(header, size: frameSize) }
+            log.segments[seq] = size
+            log.ownHigh = max(log.ownHigh, seq)
+        }
+        log.lastSeq = max(log.ownHigh, log.foreignHigh)
         return log
     }
 }

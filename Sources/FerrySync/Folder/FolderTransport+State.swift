@@ -56,12 +56,13 @@ extension FolderTransport {
     /// above both.
     func adopt(_ log: inout FolderOwnLog, into w: inout Writer) {
         guard var state = w.state else { return }
-        state.adopt(diskHigh: log.lastSeq)
+        state.adopt(diskHigh: log.ownHigh)
+        state.taken = max(state.taken, log.foreignHigh)
         if let snap = log.snapshot, snap.seq > state.base {
             state.base = snap.seq
             state.snapshot = snap.seq
         }
-        log.lastSeq = max(log.lastSeq, state.high)
+        log.lastSeq = max(log.lastSeq, state.highestUsed)
         w.state = state
         // Best effort: remembering more only makes the check stricter, and the files to read
         // back are kept in memory meanwhile (and found again at the next start if never saved).
@@ -104,7 +105,7 @@ extension FolderTransport {
         }
 
         // Above every seq used: the remembered ones and any on disk.
-        var top = state.high
+        var top = state.highestUsed
         for name in names ?? [] {
             switch FolderFileName(name) {
             case .segment(let seq), .snapshot(let seq): top = max(top, seq)
@@ -116,7 +117,8 @@ extension FolderTransport {
         // Remembered first: a crash after this still reports the loss (the cursor's epoch is
         // older); the new snapshot is expected only once it is in place.
         // Own files still to be read back stay so: `snap-R` keeps what survives of them.
-        state = FolderWriterState(high: reset, base: reset, snapshot: 0, epoch: state.epoch + 1, reread: state.reread)
+        state = FolderWriterState(high: reset, base: reset, snapshot: 0, epoch: state.epoch + 1, reread: state.reread,
+                                  taken: state.taken)
         w.state = state
         w.log = nil
         try saveState(&w)

@@ -180,8 +180,12 @@ public final class FolderTransport: Transport {
                 current.lastSeq = seq
                 current.segments[seq] = UInt64(file.count)
                 var state = w.state ?? FolderWriterState()
+                // Seqs skipped (taken by a file that is not this device's, or by another
+                // installation's) would be expected as lost segments: a snapshot at this seq
+                // supersedes them and everything before, so none is expected.
+                let skipped = seq > state.high + 1
                 state.high = max(state.high, seq)
-                if needsCompaction(current) {
+                if needsCompaction(current) || skipped {
                     if compact(&current) {
                         w.log = current
                         state.base = current.lastSeq

@@ -14,7 +14,8 @@
 ///   which the reader reads back like another device's, so their records come back.
 ///
 /// Its text is compact JSON `{"b":B,"e":E,"h":H,"s":S,"v":1}`, with `"ra":A,"rt":T` between
-/// `h` and `s` while `reread` is set; parsing is pure and capped at `maxTextBytes`.
+/// `h` and `s` while `reread` is set and `"t":T` between `s` and `v` while a seq is `taken`;
+/// parsing is pure and capped at `maxTextBytes`.
 struct FolderWriterState: Sendable, Equatable {
     /// The highest segment or snapshot seq this device wrote into the directory.
     var high: UInt64 = 0
@@ -30,6 +31,10 @@ struct FolderWriterState: Sendable, Equatable {
     var epoch: UInt64 = 0
     /// Own files this device's store does not know the envelopes of: nil for none.
     var reread: Reread?
+    /// The highest seq of a file found under one of this device's names that is not this
+    /// device's (another program's, or junk): readers consumed it under that name, so no file
+    /// of this device is written at or below it; nor is it expected (`lost` ignores it).
+    var taken: UInt64 = 0
 
     /// Own segments and snapshots with seqs in `after+1 ... through`, found on disk above the
     /// `high` the state remembered. The store that keeps this state did not write them (a copy
@@ -48,13 +53,17 @@ struct FolderWriterState: Sendable, Equatable {
 
     init() {}
 
-    init(high: UInt64, base: UInt64, snapshot: UInt64, epoch: UInt64, reread: Reread? = nil) {
+    init(high: UInt64, base: UInt64, snapshot: UInt64, epoch: UInt64, reread: Reread? = nil, taken: UInt64 = 0) {
         self.high = high
         self.base = base
         self.snapshot = snapshot
         self.epoch = epoch
         self.reread = reread
+        self.taken = taken
     }
+
+    /// The highest seq used in the directory, by this device or not: the next file goes above.
+    var highestUsed: UInt64 { max(high, taken) }
 
     /// Reads the text; nil or empty text is the state of a device that never wrote.
     init(parsing text: String?) throws(FolderCursorError) {
@@ -67,7 +76,7 @@ struct FolderWriterState: Sendable, Equatable {
             throw FolderCursorError("the folder writer state is \(bytes.count) bytes, more than the limit of \(Self.maxTextBytes)")
         }
         // Flat: {"key":unsigned,...}; each key once; exactly the four keys (six with a reread
-        // range) and "v":1.
+        // range, one more with a taken seq) and "v":1.
         var fields: [String: UInt64] = [:]
         var i = 0
         func fail(_ why: String) -> FolderCursorError {
@@ -102,10 +111,10 @@ struct FolderWriterState: Sendable, Equatable {
             break
         }
         guard fields["v"] == 1 else { throw FolderCursorError("the folder writer state has version \(fields["v"].map(String.init) ?? "none"); this build reads version 1") }
-        let keys = Set(fields.keys)
+        let keys = Set(fields.keys).subtracting(["t"])
         guard keys == ["b", "e", "h", "s", "v"] || keys == ["b", "e", "h", "ra", "rt", "s", "v"],
               let b = fields["b"], let e = fields["e"], let h = fields["h"], let s = fields["s"] else {
-            throw FolderCursorError("the folder writer state has the keys \(fields.keys.sorted()); version 1 has b, e, h, s and v, and ra and rt together")
+            throw FolderCursorError("the folder writer state has the keys \(fields.keys.sorted()); version 1 has b, e, h, s and v, ra and rt together, and t")
         }
         guard b <= h, s <= h else { throw FolderCursorError("the folder writer state says base \(b) or snapshot \(s) above its highest seq \(h)") }
         var reread: Reread?
@@ -115,13 +124,14 @@ struct FolderWriterState: Sendable, Equatable {
             }
             reread = Reread(after: after, through: through)
         }
-        self.init(high: h, base: b, snapshot: s, epoch: e, reread: reread)
+        self.init(high: h, base: b, snapshot: s, epoch: e, reread: reread, taken: fields["t"] ?? 0)
     }
 
-    /// The compact JSON text.
+    /// The compact JSON text (`"t"` only when a seq is taken).
     var text: String {
         let range = reread.map { ",\"ra\":\($0.after),\"rt\":\($0.through)" } ?? ""
-        return "{\"b\":\(base),\"e\":\(epoch),\"h\":\(high)\(range),\"s\":\(snapshot),\"v\":1}"
+        let takenText = taken > 0 ? ",\"t\":\(taken)" : ""
+        return "{\"b\":\(base),\"e\":\(epoch),\"h\":\(high)\(range),\"s\":\(snapshot)\(takenText),\"v\":1}"
     }
 
     /// Takes in that this device's directory holds files up to `seq`. Seqs above `high` are

@@ -144,8 +144,8 @@ extension FolderTransport {
         throw .hostLostData(message)
     }
 
-    /// An own file shorter on disk than this process knows it (as written, or as read whole
-    /// when the log was loaded): the sync tool put a shortened copy in its place (a transfer
+    /// An own file shorter on disk than this process knows it (as it wrote it, or as it found
+    /// it when the log was loaded): the sync tool put a shortened copy in its place (a transfer
     /// cut short elsewhere, a full disk on another device). This device's files are written
     /// once and never change, so the rest of it will not come, and a device that had not read
     /// it yet would lack its records for good. It is a loss like a deleted file. Nil when none.

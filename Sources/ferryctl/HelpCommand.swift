@@ -25,7 +25,8 @@ enum HelpCommand: Command {
           0  success
           1  ferryd reported an error (its name and message are printed to stderr),
              the connection broke, a local file could not be read or written, or an
-             import left out data of an owner no space here has
+             import left out data (of an owner no space here has, or that did not
+             open or verify)
           2  usage error: the command line is wrong
           3  not found: get, rm or conflicts of an unknown record; an unknown losing
              version (--restore), attachment (detach) or transport (transport rm)

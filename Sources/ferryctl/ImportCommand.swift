@@ -11,7 +11,8 @@ enum ImportCommand: Command {
         versions win, tombstones keep deleted records deleted, and imported changes are
         queued for every transport. A damaged bundle changes nothing. A space of an owner
         that no space here has is left out and the command fails (exit 1): restore that
-        owner's phrase first ('ferryctl owner restore --space NAME PHRASE').
+        owner's phrase first ('ferryctl owner restore --space NAME PHRASE'). Records or
+        attachments that do not open or verify are left out and the command fails (exit 1).
         """
 
     static func run(_ arguments: ParsedArguments, _ context: Context) async throws(CommandFailure) {
@@ -26,6 +27,13 @@ enum ImportCommand: Command {
         let counted = s.applied + s.duplicates + s.lost + s.refused
         if !context.json && (counted > 0 || s.skippedOwners.isEmpty) {
             Output.line("imported \(path): \(s.applied) applied, \(s.duplicates) already here, \(s.lost) older than what is here, \(s.refused) refused")
+        }
+        if s.skippedOwners.isEmpty && s.refused > 0 {
+            // Envelopes or attachments that did not open or verify (damaged, or not sealed by
+            // this owner's keys): what the bundle holds did not all arrive, so not a success.
+            throw .incomplete("\(s.refused) of the bundle's records or attachments did not open or verify (damaged or tampered "
+                + "with since it was written, or not sealed with this owner's keys) and were left out; the rest was imported: "
+                + "export the bundle again from its source and import that")
         }
         guard !s.skippedOwners.isEmpty else { return }
         // Data sealed for an owner no space here has cannot be opened: not a success.

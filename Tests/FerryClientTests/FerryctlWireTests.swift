@@ -258,6 +258,17 @@ import Testing
         let (cutJSON, _) = try run(["--json", "outbox", "--limit", "1"]) { _ in [.ok(["entries": [entry], "more": true])] }
         #expect(cutJSON.status == 0 && cutJSON.stdout.contains(#""more":true"#), "\(cutJSON)")
 
+        // An import that left records out because they did not open is no success.
+        let (tampered, _) = try run(["import", "/tmp/b.ferry"]) { _ in
+            [.ok(["applied": 4, "duplicates": 0, "lost": 0, "refused": 2, "skippedOwners": []])]
+        }
+        #expect(tampered.status == 1 && tampered.stdout.contains("4 applied") && tampered.stderr.contains("2 of the bundle's records or attachments did not open"),
+                "\(tampered)")
+        let (clean, _) = try run(["import", "/tmp/b.ferry"]) { _ in
+            [.ok(["applied": 4, "duplicates": 0, "lost": 0, "refused": 0, "skippedOwners": []])]
+        }
+        #expect(clean.status == 0, "\(clean)")
+
         let (version, _) = try run(["version"]) { _ in
             [.ok(["vendor": "Ferry", "product": "ferryd", "version": "9.9.9", "url": "u", "interfaces": ["io.ferry.Store"]])]
         }

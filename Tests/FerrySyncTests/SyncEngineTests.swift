@@ -662,6 +662,42 @@ final class EngineDevice: Sendable {
             try BundleImporter(store: c.store, keyring: c.engine.keyring, scratchDirectory: c.dir.path + "/scratch").importBundle(from: cut)
         }
         #expect(try c.store.stats().records == 0)
+        // Frames taken out whole (each frame's checksum is its own), or an end frame that says
+        // other counts: damaged, and nothing changes.
+        let bytes = [UInt8](data)
+        var frames: [[UInt8]] = []
+        var at = BundleFormat.headerSize
+        while case .frame(let payload, let next) = Frame.read(bytes, at: at) {
+            frames.append(Array(bytes[payload]))
+            at = next
+        }
+        #expect(frames.count > 1002 && frames.last?.first == BundleFormat.endKind)
+        func rebuilt(_ kept: [[UInt8]]) throws -> String {
+            var out = Array(bytes.prefix(BundleFormat.headerSize))
+            for frame in kept { Frame.append(frame, to: &out) }
+            let name = a.dir.path + "/rebuilt-\(UUID().uuidString).ferry"
+            try Data(out).write(to: URL(fileURLWithPath: name))
+            return name
+        }
+        let firstEnvelope = try #require(frames.firstIndex { $0.first == BundleFormat.envelopeKind })
+        var endSaysMore = frames.last!
+        endSaysMore[8] &+= 1
+        for (what, kept) in [("one record out", frames.enumerated().filter { $0.offset != firstEnvelope + 3 }.map(\.element)),
+                             ("the blob out", frames.filter { $0.first != BundleFormat.blobKind }),
+                             ("an end that says one record more", frames.dropLast() + [endSaysMore])] {
+            let damaged = try rebuilt(kept)
+            var reason = ""
+            do {
+                _ = try BundleImporter(store: c.store, keyring: c.engine.keyring, scratchDirectory: c.dir.path + "/scratch").importBundle(from: damaged)
+            } catch {
+                if case .damaged(_, let why) = error { reason = why }
+            }
+            #expect(reason.contains("but its end says"), "\(what): \(reason)")
+            #expect(try c.store.stats().records == 0 && c.store.attachment(info.sha256) == nil, "\(what)")
+        }
+        // Rebuilt whole, the same frames import.
+        #expect(try BundleImporter(store: c.store, keyring: c.engine.keyring, scratchDirectory: c.dir.path + "/scratch")
+            .importBundle(from: try rebuilt(frames)).applied == 1000)
         // A device with another owner skips it.
         let d = try EngineDevice(logs: [:])
         await d.engine.reconcile()

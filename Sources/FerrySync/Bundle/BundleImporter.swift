@@ -139,7 +139,10 @@ public struct BundleImporter: Sendable {
     }
 
     /// Calls `body` with every frame payload but the end frame, in order; checks the header,
-    /// every frame and that the end frame comes last. Reads in bounded pieces.
+    /// every frame, that the end frame comes last, and that the bundle holds as many records
+    /// (envelope frames) and attachments (last pieces of blobs) as the end frame says, so a
+    /// frame taken out (its neighbours' checksums are whole) is found too. Reads in bounded
+    /// pieces.
     private func walk(_ path: String, _ body: (ArraySlice<UInt8>) throws(BundleError) -> Void) throws(BundleError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .io(path: path, operation: "open", errno: errno) }
@@ -163,6 +166,7 @@ public struct BundleImporter: Sendable {
         }
         var start = BundleFormat.headerSize
         var ended = false
+        var records: UInt64 = 0, attachments: UInt64 = 0
         while true {
             if start >= 1 << 20 { buffer.removeFirst(start); start = 0 }
             try fill(start + Frame.headerSize)
@@ -177,7 +181,24 @@ public struct BundleImporter: Sendable {
             switch result {
             case .frame(let payload, let next):
                 let bytes = buffer[payload]
-                if bytes.first == BundleFormat.endKind { ended = true } else { try body(bytes) }
+                switch bytes.first {
+                case BundleFormat.endKind:
+                    guard bytes.count == 17 else { throw .damaged(path: path, reason: "its end frame is \(bytes.count) bytes, not 17") }
+                    let said = (BigEndian.uint64(bytes, at: bytes.startIndex + 1), BigEndian.uint64(bytes, at: bytes.startIndex + 9))
+                    guard said == (records, attachments) else {
+                        throw .damaged(path: path, reason: "it holds \(records) record(s) and \(attachments) attachment(s), but its end says "
+                            + "\(said.0) and \(said.1): frames were taken out or added")
+                    }
+                    ended = true
+                case BundleFormat.envelopeKind:
+                    records += 1
+                    try body(bytes)
+                case BundleFormat.blobKind:
+                    if bytes.count > 81, bytes[bytes.startIndex + 81] & 1 == 1 { attachments += 1 }
+                    try body(bytes)
+                default:
+                    try body(bytes)
+                }
                 start = next
             case .incomplete:
                 throw .damaged(path: path, reason: "it ends inside a frame (truncated)")

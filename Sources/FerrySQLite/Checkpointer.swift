@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Copies the write-ahead log back into the database on a thread of its own, so that no
 /// commit pays for a checkpoint (and its fsync) on the way to answering its caller.
@@ -6,7 +7,11 @@ import Foundation
 /// The write connection runs with `wal_autocheckpoint` off (the store's and the relay's); this
 /// thread runs a PASSIVE checkpoint (which never blocks writers or readers) whenever the writer
 /// signals that pages were committed, and then once a second until a checkpoint finds nothing
-/// left to copy; an idle database costs it no wake-ups. The thread runs at nice 10, below the
+/// left to copy. It also runs one `settleAfter` after the first commit since its last pass
+/// (`noteCommit`), so that the database file is never far behind the log however slowly pages
+/// come: a copy of the file alone (a backup taken without the log) then misses at most that
+/// long of writes, not everything since the last large burst or clean stop. An idle database
+/// costs it no wake-ups. The thread runs at nice 10, below the
 /// threads that answer clients (measured: fewer late Watch deliveries). Owns its connection;
 /// `@unchecked Sendable` because `db` is used only by that thread, `stopping` and the last
 /// pass's figures are guarded by `lock`, and the semaphores and `passLock` (which keeps a pass
@@ -23,6 +28,12 @@ public final class Checkpointer: @unchecked Sendable {
     /// Held for each pass, and by `withPassesHeld`.
     private let passLock = NSLock()
     private let finished = DispatchSemaphore(value: 0)
+    /// Set by the first commit after a pass (`noteCommit`), cleared when a pass starts.
+    private let armed = Atomic<Bool>(false)
+    /// How long after such a commit a pass runs.
+    public let settleAfter: Duration
+    /// The default `settleAfter`.
+    public static let defaultSettleAfter: Duration = .seconds(30)
 
     /// What a checkpoint found: the frames in the log and how many of them are in the database.
     public struct Pass: Sendable, Equatable {
@@ -43,7 +54,9 @@ public final class Checkpointer: @unchecked Sendable {
     /// Opens its own connection to the database at `path` (`configure` sets it up, e.g. a busy
     /// timeout; `processExclusive` as the process's other connections to it are) and starts the
     /// thread.
-    public init(path: String, processExclusive: Bool = false, configure: (Database) throws -> Void) throws {
+    public init(path: String, processExclusive: Bool = false, settleAfter: Duration = Checkpointer.defaultSettleAfter,
+                configure: (Database) throws -> Void) throws {
+        self.settleAfter = settleAfter
         db = try Database(path: path, processExclusive: processExclusive)
         try configure(db)
         let thread = Thread { [self] in run() }
@@ -52,7 +65,21 @@ public final class Checkpointer: @unchecked Sendable {
     }
 
     /// Asks for a checkpoint soon (called by the writer after commits).
-    public func nudge() { wake.signal() }
+    public func nudge() {
+        lock.lock()
+        nudged = true
+        lock.unlock()
+        wake.signal()
+    }
+
+    /// Says pages were committed (called by the writer after each commit: one atomic exchange,
+    /// and a wake-up of this thread only for the first commit since its last pass), so that a
+    /// pass runs `settleAfter` later.
+    public func noteCommit() {
+        if !armed.exchange(true, ordering: .acquiringAndReleasing) { wake.signal() }
+    }
+    /// A nudge not yet acted on (under `lock`).
+    private var nudged = false
 
     /// Runs `body` (the writer's own checkpoint: `LogWatch`) with no pass under way and none
     /// starting until it returns: a checkpoint meeting one of this thread's is refused at once
@@ -88,14 +115,20 @@ public final class Checkpointer: @unchecked Sendable {
         // Copying pages back is background work: below the threads that answer clients.
         _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)   // 0: this thread (Linux keeps nice per thread)
         var behind = false
+        // When the settling pass is due, while commits since the last pass wait for it.
+        var settleAt: ContinuousClock.Instant?
         while true {
             if behind {
                 _ = wake.wait(timeout: .now() + 1)
+            } else if let settleAt {
+                let left = max(.zero, settleAt - .now).components
+                _ = wake.wait(timeout: .now() + .seconds(Int(left.seconds)) + .nanoseconds(Int(left.attoseconds / 1_000_000_000)))
             } else {
                 wake.wait()
             }
             lock.lock()
-            let done = stopping, truncate = truncateLast
+            let done = stopping, truncate = truncateLast, wasNudged = nudged
+            nudged = false
             lock.unlock()
             if done && truncate {
                 let truncated = truncateLog()
@@ -104,6 +137,12 @@ public final class Checkpointer: @unchecked Sendable {
                 lock.unlock()
                 break
             }
+            if settleAt == nil && armed.load(ordering: .acquiring) { settleAt = .now + settleAfter }
+            let settling = settleAt.map { ContinuousClock.now >= $0 } ?? false
+            guard wasNudged || behind || settling || done else { continue }
+            // Cleared before the pass: a commit during it arms the next one.
+            armed.store(false, ordering: .releasing)
+            settleAt = nil
             behind = !checkpoint()
             if done { break }
         }

@@ -2,7 +2,9 @@
 /// copying off the commit path.
 ///
 /// Told the log's size after every commit (SQLite's WAL hook: no system call), it nudges the
-/// checkpointer every `pagesPerNudge` pages logged. Under a steady stream of commits a
+/// checkpointer every `pagesPerNudge` pages logged, and tells it of every commit
+/// (`Checkpointer.noteCommit`, which copies the log back within `settleAfter` however few pages
+/// come). Under a steady stream of commits a
 /// background checkpoint never finds the log idle enough to start it over, so the log would
 /// grow for as long as the stream lasts (measured: a relay taking pushes for a minute had a
 /// 1 GB log, and every page it wrote was a fresh one the kernel had to zero); once it holds
@@ -71,6 +73,7 @@ public final class LogWatch {
             // The log starts over after a checkpoint: a count smaller than the last is a new log.
             if pages < self.pages { pagesAtNudge = 0 }
             self.pages = pages
+            self.checkpointer?.noteCommit()
             if pages - pagesAtNudge >= self.pagesPerNudge {
                 pagesAtNudge = pages
                 self.checkpointer?.nudge()

@@ -38,6 +38,34 @@ import Testing
                 "the database file stayed at \(size(file)) bytes (from \(before)); the log at \(size(file + "-wal"))")
     }
 
+    /// A few commits, far fewer pages than a nudge takes, then nothing: the checkpointer copies
+    /// them into the database file `settleAfter` later all the same, so a copy of the file alone
+    /// (a backup that leaves the log out) holds them; a commit after that pass is copied in turn.
+    @Test func aFewCommitsReachTheDatabaseFileSoonAfter() async throws {
+        let dir = TempDir()
+        let path = dir.path + "/few.db"
+        let db = try Database(path: path)
+        try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; CREATE TABLE t (x TEXT)")
+        let checkpointer = try Checkpointer(path: path, settleAfter: .milliseconds(300)) { try $0.execute("PRAGMA busy_timeout = 5000") }
+        let watch = try LogWatch(db: db, checkpointer: checkpointer)
+        func rowsInTheFileAlone() throws -> Int64 {
+            let copy = dir.path + "/copy-\(UUID().uuidString).db"
+            try FileManager.default.copyItem(atPath: path, toPath: copy)
+            return (try? Database(path: copy).scalarInt("SELECT count(*) FROM t")) ?? -1
+        }
+        for i in 0..<3 {
+            try db.execute("INSERT INTO t VALUES ('\(i)')")
+            watch.afterCommit()
+        }
+        #expect(try rowsInTheFileAlone() != 3)
+        #expect(try await eventually(.seconds(10)) { try rowsInTheFileAlone() == 3 })
+        try db.execute("INSERT INTO t VALUES ('later')")
+        watch.afterCommit()
+        #expect(try await eventually(.seconds(10)) { try rowsInTheFileAlone() == 4 })
+        checkpointer.stop()
+        _ = watch
+    }
+
     /// A write connection with a `LogWatch` of a 1 MiB limit (256 pages) and a tail of 16 pages;
     /// each `commit` logs about 7 pages.
     private struct Writer {

@@ -28,8 +28,12 @@ public final class PostgresPool: @unchecked Sendable {
         return Set(pids.values)
     }
 
-    /// Runs `body` with a connection of its own, waiting for one to be free. A connection the
-    /// server dropped is reconnected before use.
+    /// Runs `body` with a connection of its own, waiting for one to be free. A connection known
+    /// to be dropped is reconnected before use; one the server dropped while it sat idle (a
+    /// restart, `pg_terminate_backend`) is found so only by its first use, which fails: `body`
+    /// then runs once more on a fresh session. (What `body` did on the dropped one was not
+    /// committed, or, were the session lost during its COMMIT, is done twice: callers give
+    /// bodies whose second run changes nothing more, as the relay's idempotent writes are.)
     /// - Throws: what `body` throws, or `PostgresError` when reconnecting fails.
     public func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         condition.lock()
@@ -44,6 +48,11 @@ public final class PostgresPool: @unchecked Sendable {
             condition.unlock()
         }
         if !connection.isHealthy { try connection.reset() }
-        return try body(connection)
+        do {
+            return try body(connection)
+        } catch where !connection.isHealthy {
+            try connection.reset()
+            return try body(connection)
+        }
     }
 }

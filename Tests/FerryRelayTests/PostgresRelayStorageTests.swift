@@ -103,6 +103,28 @@ import Testing
             .trimmingCharacters(in: .whitespacesAndNewlines) == "3")
     }
 
+    /// Sessions the server dropped while they sat in the pool (PostgreSQL restarted, or an
+    /// operator's pg_terminate_backend) cost no failed request: the first use of each finds out
+    /// and runs again on a fresh session. Before, every pooled session answered one 500.
+    @Test func sessionsDroppedWhileIdleAreReplacedWithoutAFailure() throws {
+        let conninfo = try PostgresCluster.shared().createDatabase()
+        let database = String(conninfo.split(separator: " ").first { $0.hasPrefix("dbname=") }!.dropFirst(7))
+        let storage = try PostgresRelayStorage(conninfo: conninfo, poolSize: 3)
+        try storage.createOwner(owner, quotaBytes: nil, now: 1)
+        let first = TestEnvelopes.incoming(TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 1))
+        #expect(try storage.push(owner, events: [first], quotaBytes: 1 << 30, now: 2) == [.stored])
+        let ended = try PostgresCluster.shared().sql(
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)' AND pid <> pg_backend_pid()) t",
+            database: database).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(Int(ended) ?? 0 >= 3, "\(ended)")
+        for i in 0..<6 {
+            let page = try storage.pull(owner, after: .start, limit: 10, maxBytes: 1 << 20)
+            #expect(page.events == [first.bytes], "pull \(i)")
+        }
+        let second = TestEnvelopes.incoming(TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 3))
+        #expect(try storage.push(owner, events: [second], quotaBytes: 1 << 30, now: 4) == [.stored])
+    }
+
     /// `check-config` on PostgreSQL reads and creates nothing: an empty database is reported
     /// as such and stays empty; a migrated one is current. A database whose schema a newer
     /// ferry-relay wrote fails the check, and a relay refuses to open it, leaving it as it is.

@@ -49,7 +49,13 @@ enum RelayCommand: Command {
             table.add("events", figures["events"].map { String($0) } ?? "-")
             table.add("stored", Format.bytes((figures["bytes"] ?? 0) + (figures["blobBytes"] ?? 0)))
             table.add("blobs", figures["blobs"].map { String($0) } ?? "-")
-            table.add("quota", figures["quotaBytes"].map { Format.bytes($0) } ?? "-")
+            let stored = (figures["bytes"] ?? 0) + (figures["blobBytes"] ?? 0)
+            // The room left, in bytes when the two figures print the same.
+            table.add("quota", figures["quotaBytes"].map { quota in
+                let left = quota - stored
+                let room = left <= 0 ? "full" : Format.bytes(quota) == Format.bytes(stored) ? "\(left) B left" : "\(Format.bytes(left)) left"
+                return "\(Format.bytes(quota)) (\(room))"
+            } ?? "-")
             table.add("last push", Format.time(figures["lastPushAt"]))
             Output.out(table.render())
         case "delete-copy":

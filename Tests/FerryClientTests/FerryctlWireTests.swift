@@ -258,6 +258,17 @@ import Testing
         let (cutJSON, _) = try run(["--json", "outbox", "--limit", "1"]) { _ in [.ok(["entries": [entry], "more": true])] }
         #expect(cutJSON.status == 0 && cutJSON.stdout.contains(#""more":true"#), "\(cutJSON)")
 
+        // The room left under the quota shows, in bytes when both figures print the same.
+        @Sendable func usage(_ bytes: Int64, quota: Int64) -> [String: JSONValue] {
+            ["owner": "ab", "url": "http://r", "events": 3, "bytes": .int(bytes), "blobs": 0, "blobBytes": 0, "quotaBytes": .int(quota)]
+        }
+        let (near, _) = try run(["relay", "status"]) { _ in [.ok(usage(43_925_939, quota: 43_950_000))] }
+        #expect(near.status == 0 && near.stdout.contains("41.9 MiB (24061 B left)"), "\(near)")
+        let (roomy, _) = try run(["relay", "status"]) { _ in [.ok(usage(1 << 20, quota: 1 << 30))] }
+        #expect(roomy.stdout.contains("1.0 GiB (1023.0 MiB left)"), "\(roomy)")
+        let (full, _) = try run(["relay", "status"]) { _ in [.ok(usage(5 << 20, quota: 4 << 20))] }
+        #expect(full.stdout.contains("4.0 MiB (full)"), "\(full)")
+
         // An import that left records out because they did not open is no success.
         let (tampered, _) = try run(["import", "/tmp/b.ferry"]) { _ in
             [.ok(["applied": 4, "duplicates": 0, "lost": 0, "refused": 2, "skippedOwners": []])]

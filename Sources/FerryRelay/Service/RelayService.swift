@@ -18,6 +18,8 @@ public final class RelayService: Sendable {
     let now: @Sendable () -> Int64
     let random: @Sendable (Int) -> [UInt8]
     let pairingFailures: FailureRateLimiter
+    /// The storage's event count with a deadline, for `/readyz` and `/metrics`.
+    let probe: StorageProbe
 
     public init(configuration: RelayConfiguration, storage: any RelayStorage, blobs: any BlobStore, logger: RelayLogger,
                 hub: LongPollHub = LongPollHub(), metrics: RelayMetrics = RelayMetrics(),
@@ -32,6 +34,7 @@ public final class RelayService: Sendable {
         self.now = now
         self.random = random
         pairingFailures = FailureRateLimiter(now: now)
+        probe = StorageProbe(storage: storage)
     }
 
     /// Wall-clock milliseconds since the epoch.
@@ -155,16 +158,17 @@ public final class RelayService: Sendable {
             switch request.endpoint {
             case .health: return .respond(.text(200, "ok\n"))
             case .ready:
-                // Liveness is /healthz; ready means the storage answers a query now.
-                do {
-                    _ = try storage.totalEvents()
+                // Liveness is /healthz; ready means the storage answers a query now (in time).
+                switch probe.totalEvents() {
+                case .success:
                     return .respond(.text(200, "ready\n"))
-                } catch {
-                    logger.warning("not ready: the storage does not answer: \(error)")
+                case .failure(let why):
+                    logger.warning("not ready: the storage does not answer: \(why)")
                     return .respond(RelayError.storageUnreachable.response)
                 }
             case .metrics:
-                let events = try? storage.totalEvents()
+                // Without the stored-events gauge when the storage does not answer in time.
+                let events = try? probe.totalEvents().get()
                 return .respond(.text(200, metrics.render(eventsStored: events, longPollers: hub.waitingCount),
                                       contentType: "text/plain; version=0.0.4; charset=utf-8"))
             case .pair: return .respond(try pair(body: body, remote: request.head.clientAddress(trusting: configuration.trustedProxies)))

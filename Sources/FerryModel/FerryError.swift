@@ -79,9 +79,9 @@ public enum FerryError: Error, Sendable, Equatable, CustomStringConvertible {
         case .batchTooLarge(let count, let limit):
             return "batch of \(count) records is over the limit of \(limit): split it into smaller batches"
         case .attachmentMissing(let sha):
-            return "attachment \(sha) is not in the store: upload it before writing a record that references it "
-                + "(one that a record from another device references may not have arrived yet; the sync engine keeps "
-                + "fetching it, so read it again later)"
+            return "attachment \(sha) is not in the store: one that a record from another device references may "
+                + "not have arrived yet (the sync engine keeps fetching it, so read it again later); "
+                + "to write a record that references it, upload it first"
         case .attachmentMismatch(let expected, let actual):
             return "attachment content hashes to \(actual), not the expected \(expected): the file changed or was corrupted in transit; upload it again"
         case .attachmentTooLarge(let size, let limit):

@@ -151,6 +151,17 @@ import Testing
         }
         #expect(try PostgresCluster.shared().sql("SELECT version FROM relay_schema", database: database)
             .trimmingCharacters(in: .whitespacesAndNewlines) == "4")
+        // Another program's table of one of the relay's names: serve could not create its own.
+        let shared = try PostgresCluster.shared().createDatabase()
+        let sharedName = String(shared.split(separator: " ").first { $0.hasPrefix("dbname=") }!.dropFirst(7))
+        _ = try PostgresCluster.shared().sql("CREATE TABLE tokens (x int)", database: sharedName)
+        configuration.postgresConnection = shared
+        do {
+            _ = try RelayBackend.check(configuration)
+            Issue.record("a database with another program's tokens table passed the check")
+        } catch {
+            #expect("\(error)".contains("tables named like the relay's (tokens)"), "\(error)")
+        }
     }
 
     @Test func concurrentPushesAndSweepsThroughTwoStoragesKeepNumbersUnique() throws {

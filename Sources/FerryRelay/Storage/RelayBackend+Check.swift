@@ -29,22 +29,36 @@ extension RelayBackend {
         case .postgresql:
             let version: Int?
             let target: String
+            var taken: [String] = []
             do {
                 let db = try PostgresConnection(conninfo: configuration.postgresConnection ?? "")
                 target = db.target
                 let tables = try db.execute("SELECT (to_regclass('relay_schema') IS NOT NULL)::int::bigint").int64(0, 0)
                 version = tables == 0 ? nil
                     : Int(try db.execute("SELECT COALESCE(MAX(version), 0)::bigint FROM relay_schema").int64(0, 0))
+                // Tables of the relay's names that its schema version does not account for.
+                for name in Self.postgresTables where try db.execute("SELECT (to_regclass($1) IS NOT NULL)::int::bigint", [.text(name)]).int64(0, 0) == 1 {
+                    taken.append(name)
+                }
             } catch {
                 throw RelayStorageError.database(context: "reading the PostgreSQL database", message: "\(error)")
+            }
+            if (version ?? 0) <= 0, !taken.isEmpty {
+                throw RelayStorageError.database(context: "checking \(target)", message: "it holds tables named like the relay's "
+                    + "(\(taken.joined(separator: ", "))) but no relay schema version, so serve could not create its own: give the relay "
+                    + "a database of its own, or a schema (add options='-c search_path=NAME' to Connection=)")
             }
             guard let version else { return "storage postgresql: \(target) has no relay tables yet; serve creates them" }
             return "storage postgresql: \(target), " + (try schemaState(version, latest: PostgresRelaySchema.latestVersion))
         }
     }
 
+    /// The tables the PostgreSQL schema creates (`PostgresRelaySchema`, version 1).
+    static let postgresTables = ["owners", "tokens", "grants", "events", "blobs", "blob_chunks", "pairing_codes"]
+
     private static func schemaState(_ version: Int, latest: Int) throws -> String {
         if version > latest { throw RelaySchemaTooNew(found: version, known: latest) }
+        if version < 0 { throw RelayStorageError.database(context: "checking the schema", message: "its schema version is \(version), which no relay writes") }
         return version == latest ? "schema version \(version) (current)" : "schema version \(version); serve migrates it to \(latest)"
     }
 

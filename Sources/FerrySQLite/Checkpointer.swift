@@ -11,11 +11,11 @@ import Synchronization
 /// (`noteCommit`), so that the database file is never far behind the log however slowly pages
 /// come: a copy of the file alone (a backup taken without the log) then misses at most that
 /// long of writes, not everything since the last large burst or clean stop. An idle database
-/// costs it no wake-ups. The thread runs at nice 10, below the
-/// threads that answer clients (measured: fewer late Watch deliveries). Owns its connection;
-/// `@unchecked Sendable` because `db` is used only by that thread, `stopping` and the last
-/// pass's figures are guarded by `lock`, and the semaphores and `passLock` (which keeps a pass
-/// and the writer's own checkpoint apart) are thread-safe.
+/// costs it no wake-ups. The thread runs at nice 10, below the threads that answer clients
+/// (measured: fewer late Watch deliveries). Owns its connection; `@unchecked Sendable` because
+/// `db` is used only by that thread, `stopping`, a nudge not yet acted on and the last pass's
+/// figures are guarded by `lock`, `armed` is atomic, and the semaphores and `passLock` (which
+/// keeps a pass and the writer's own checkpoint apart) are thread-safe.
 public final class Checkpointer: @unchecked Sendable {
     private let db: Database
     private let wake = DispatchSemaphore(value: 0)
@@ -28,6 +28,8 @@ public final class Checkpointer: @unchecked Sendable {
     /// Held for each pass, and by `withPassesHeld`.
     private let passLock = NSLock()
     private let finished = DispatchSemaphore(value: 0)
+    /// A nudge not yet acted on (under `lock`).
+    private var nudged = false
     /// Set by the first commit after a pass (`noteCommit`), cleared when a pass starts.
     private let armed = Atomic<Bool>(false)
     /// How long after such a commit a pass runs.
@@ -78,8 +80,6 @@ public final class Checkpointer: @unchecked Sendable {
     public func noteCommit() {
         if !armed.exchange(true, ordering: .acquiringAndReleasing) { wake.signal() }
     }
-    /// A nudge not yet acted on (under `lock`).
-    private var nudged = false
 
     /// Runs `body` (the writer's own checkpoint: `LogWatch`) with no pass under way and none
     /// starting until it returns: a checkpoint meeting one of this thread's is refused at once

@@ -24,30 +24,51 @@ public enum Daemon {
 
         var config = DaemonConfiguration(environment: environment)
         let configPath = options.configPath ?? DaemonConfiguration.defaultConfigPath(environment: environment)
-        if let text = FileManager.default.contents(atPath: configPath) {
-            do {
-                try config.apply(configText: String(decoding: text, as: UTF8.self), file: configPath)
-            } catch {
-                FileHandle.standardError.write(Data("ferryd: invalid configuration: \(error)\n".utf8))
-                return 1
+        do {
+            if let text = try DaemonConfiguration.readFile(configPath, required: options.configPath != nil) {
+                try config.apply(configText: text, file: configPath)
             }
-        } else if options.configPath != nil {
-            FileHandle.standardError.write(Data("ferryd: cannot read the config file \(configPath): check the path and its permissions\n".utf8))
+        } catch {
+            FileHandle.standardError.write(Data("ferryd: invalid configuration: \(error)\n".utf8))
             return 1
         }
         if let dir = options.stateDirectory { config.stateDirectory = dir }
         if let socket = options.socketPath { config.socketPath = socket }
         if let level = options.logLevel { config.logLevel = level }
         if options.checkConfig {
+            // What start-up would refuse too: a transport it could not use, a socket path too long.
+            var problems: [String] = []
+            for t in config.transports {
+                do throws(TransportConfiguration.Problem) {
+                    if t.kind == "relay" { _ = try TransportConfiguration.relayURL(t.location) } else { _ = try TransportConfiguration.make(kind: t.kind, location: t.location) }
+                } catch {
+                    problems.append("\(configPath):\(t.sectionLine): [Transport \(t.name)] would not be used: \(error.message)")
+                }
+            }
+            let maxSocketPath = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+            if config.socketPath.utf8.count > maxSocketPath {
+                problems.append("the socket path \(config.socketPath) is \(config.socketPath.utf8.count) bytes; a Unix socket's path holds at most "
+                    + "\(maxSocketPath): choose a shorter one (Socket= or --socket)")
+            }
+            if !problems.isEmpty {
+                FileHandle.standardError.write(Data(("ferryd: " + problems.joined(separator: "\nferryd: ") + "\n").utf8))
+                return 1
+            }
             print("# configuration OK (\(FileManager.default.fileExists(atPath: configPath) ? configPath : "built-in defaults")); "
                 + "the settings in effect:\n")
             print(config.effectiveSettings, terminator: "")
             return 0
         }
-        return await run(config: config, configPath: options.configPath ?? configPath, environment: environment)
+        return await run(config: config, configPath: options.configPath ?? configPath, configRequired: options.configPath != nil,
+                         logLevelOverride: options.logLevel, environment: environment)
     }
 
-    static func run(config: DaemonConfiguration, configPath: String, environment: [String: String]) async -> Int32 {
+    /// - Parameters:
+    ///   - configRequired: the config file was named (`--config`): a reload that cannot read
+    ///     it keeps the running configuration, instead of going back to the defaults.
+    ///   - logLevelOverride: `--log-level`, which wins over the file at every reload too.
+    static func run(config: DaemonConfiguration, configPath: String, configRequired: Bool = false, logLevelOverride: LogLevel? = nil,
+                    environment: [String: String]) async -> Int32 {
         let logger = Logger(level: config.logLevel, identifier: "ferryd")
         let started = Int64(Date().timeIntervalSince1970 * 1000)
         raiseDescriptorLimit(to: config.maxConnections + 256)
@@ -188,16 +209,19 @@ public enum Daemon {
             if signal == SIGHUP {
                 SystemdNotifier.reloading(status: "reloading the configuration")
                 var fresh = DaemonConfiguration(environment: environment)
-                if let text = FileManager.default.contents(atPath: configPath) {
-                    do {
-                        try fresh.apply(configText: String(decoding: text, as: UTF8.self), file: configPath)
-                        logger.setLevel(fresh.logLevel)
-                        DeclaredTransports.apply(fresh.transports, to: store, logger: logger)
-                        await sync.reconcile()
-                        logger.notice("configuration reloaded: log level \(fresh.logLevel.name) and the [Transport] sections; other changes take effect at the next start")
-                    } catch {
-                        logger.error("configuration not reloaded: \(error)")
+                do {
+                    // A file that is gone reloads the defaults, unless it was named (then it is an error).
+                    if let text = try DaemonConfiguration.readFile(configPath, required: configRequired) {
+                        try fresh.apply(configText: text, file: configPath)
                     }
+                    if let level = logLevelOverride { fresh.logLevel = level }
+                    logger.setLevel(fresh.logLevel)
+                    DeclaredTransports.apply(fresh.transports, to: store, logger: logger)
+                    await sync.reconcile()
+                    logger.notice("configuration reloaded: log level \(fresh.logLevel.name)\(logLevelOverride == nil ? "" : " (from --log-level)") "
+                        + "and the [Transport] sections; other changes take effect at the next start")
+                } catch {
+                    logger.error("configuration not reloaded, the running one stays: \(error)")
                 }
                 SystemdNotifier.notify("READY=1")
                 engine.refreshStatus()

@@ -50,6 +50,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
         public var token: String?
         /// Where it was declared, for messages.
         public var line: Int
+        /// The line of its `[Transport NAME]` header.
+        public var sectionLine: Int = 0
     }
 
     /// Defaults from the XDG base directories of `environment`.
@@ -73,7 +75,31 @@ public struct DaemonConfiguration: Sendable, Equatable {
         public var file: String
         public var line: Int
         public var message: String
-        public var description: String { "\(file):\(line): \(message)" }
+        public var description: String { line > 0 ? "\(file):\(line): \(message)" : "\(file): \(message)" }
+    }
+
+    /// The text of the config file at `path`: nil when there is none there and `required` is
+    /// false (the built-in defaults hold); otherwise what keeps it from being read, in the
+    /// user's terms (missing, a directory, not readable, too large).
+    public static func readFile(_ path: String, required: Bool) throws(Problem) -> String? {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            let code = errno
+            if code == ENOENT && !required { return nil }
+            throw Problem(file: path, line: 0, message: code == ENOENT
+                ? "there is no config file here: check the path given with --config"
+                : "cannot reach the config file (\(String(cString: strerror(code)))): check the path and its directories' permissions")
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            throw Problem(file: path, line: 0, message: "this is \(status.st_mode & S_IFMT == S_IFDIR ? "a directory" : "not a regular file"), not a config file")
+        }
+        guard status.st_size <= INIParser.maxBytes else {
+            throw Problem(file: path, line: 0, message: "the file is \(status.st_size) bytes; a config file holds at most \(INIParser.maxBytes)")
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw Problem(file: path, line: 0, message: "cannot read the config file (\(String(cString: strerror(EACCES)))): make it readable by the user ferryd runs as")
+        }
+        return String(decoding: data, as: UTF8.self)
     }
 
     /// Applies the settings of a config file's text.
@@ -92,8 +118,15 @@ public struct DaemonConfiguration: Sendable, Equatable {
             }
         }
         for t in transports {
-            if t.kind.isEmpty { throw Problem(file: file, line: t.line, message: "[Transport \(t.name)] needs Kind= (folder)") }
-            if t.location.isEmpty { throw Problem(file: file, line: t.line, message: "[Transport \(t.name)] needs Location= (the folder's absolute path)") }
+            if t.kind.isEmpty { throw Problem(file: file, line: t.line, message: "[Transport \(t.name)] needs Kind= (folder or relay)") }
+            if t.location.isEmpty { throw Problem(file: file, line: t.line, message: "[Transport \(t.name)] needs Location= (the folder's absolute path, or the relay's URL)") }
+            if t.kind == "relay" && t.token == nil {
+                throw Problem(file: file, line: t.line, message: "[Transport \(t.name)] of kind relay needs Token= (from the relay's operator; "
+                    + "or add it with 'ferryctl transport add NAME relay URL --code CODE' instead)")
+            }
+            if t.kind != "relay" && t.token != nil {
+                throw Problem(file: file, line: t.line, message: "[Transport \(t.name)]: Token= is for a relay; a \(t.kind) transport takes none")
+            }
         }
     }
 
@@ -104,12 +137,21 @@ public struct DaemonConfiguration: Sendable, Equatable {
             throw problem("[Transport NAME]: the name is [a-z][a-z0-9_.-]{0,63}, not \"\(name.prefix(64))\"")
         }
         var index = transports.firstIndex { $0.name == name && $0.line >= 0 }
+        if let found = index, transports[found].sectionLine != e.sectionLine {
+            // A second section would silently replace the first's values.
+            throw problem("[Transport \(name)] appears twice (lines \(transports[found].sectionLine) and \(e.sectionLine)): "
+                + "declare each transport in one section, under names of its own")
+        }
         if index == nil {
-            transports.append(DeclaredTransport(name: name, line: e.line))
+            transports.append(DeclaredTransport(name: name, line: e.line, sectionLine: e.sectionLine))
             index = transports.count - 1
         }
         switch e.key {
-        case "Kind": transports[index!].kind = e.value
+        case "Kind":
+            guard TransportConfiguration.kinds.contains(e.value) else {
+                throw problem("Kind= is \(TransportConfiguration.kinds.joined(separator: " or ")), not \"\(e.value.prefix(40))\"")
+            }
+            transports[index!].kind = e.value
         case "Location":
             guard e.value.hasPrefix("/") || e.value.hasPrefix("http://") || e.value.hasPrefix("https://") else {
                 throw problem("Location= must be an absolute path (a folder) or a URL (a relay)")

@@ -8,6 +8,9 @@ public enum INIParser {
         public var key: String
         public var value: String
         public var line: Int
+        /// The line of the `[Section]` header the entry is under: a section that appears twice
+        /// has two.
+        public var sectionLine: Int = 0
     }
 
     /// Why a file could not be parsed.
@@ -24,13 +27,17 @@ public enum INIParser {
     /// - Throws: `Failure` with the line number for a line that is neither a section header,
     ///   an assignment, a comment nor blank; for an entry outside any section; for a file over
     ///   `maxBytes`.
+    /// Lines end in LF or CRLF; a UTF-8 byte order mark before the first is skipped.
     public static func parse(_ text: String) throws(Failure) -> [Entry] {
-        if text.utf8.count > maxBytes { throw Failure(line: 0, message: "the file is larger than \(maxBytes) bytes") }
+        if text.utf8.count > maxBytes { throw Failure(line: 1, message: "the file is larger than \(maxBytes) bytes, the most a config file may hold") }
         var entries: [Entry] = []
         var section: String?
+        var sectionLine = 0
         var pending: (key: String, value: String, line: Int)?
         var number = 0
-        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        // "\r\n" is one Character in Swift: split on both.
+        let body = text.hasPrefix("\u{FEFF}") ? Substring(text.dropFirst()) : Substring(text)
+        for raw in body.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
             number += 1
             var line = Substring(raw)
             if line.hasSuffix("\r") { line = line.dropLast() }
@@ -41,7 +48,8 @@ public enum INIParser {
                     pending = continued
                 } else {
                     continued.value += " " + trimmed
-                    entries.append(Entry(section: section ?? "", key: continued.key, value: continued.value.trimmingWhitespace(), line: continued.line))
+                    entries.append(Entry(section: section ?? "", key: continued.key, value: continued.value.trimmingWhitespace(), line: continued.line,
+                                         sectionLine: sectionLine))
                     pending = nil
                 }
                 continue
@@ -53,6 +61,7 @@ public enum INIParser {
                     throw Failure(line: number, message: "a section header looks like [Name]")
                 }
                 section = String(trimmed.dropFirst().dropLast())
+                sectionLine = number
                 continue
             }
             guard let eq = trimmed.firstIndex(of: "=") else {
@@ -71,10 +80,10 @@ public enum INIParser {
                 pending = (key, value.trimmingWhitespace(), number)
                 continue
             }
-            entries.append(Entry(section: current, key: key, value: value, line: number))
+            entries.append(Entry(section: current, key: key, value: value, line: number, sectionLine: sectionLine))
         }
         if let pending {
-            entries.append(Entry(section: section ?? "", key: pending.key, value: pending.value, line: pending.line))
+            entries.append(Entry(section: section ?? "", key: pending.key, value: pending.value, line: pending.line, sectionLine: sectionLine))
         }
         return entries
     }

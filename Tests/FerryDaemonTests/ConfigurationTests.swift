@@ -29,6 +29,17 @@ import Testing
         #expect(entries[3].value == "normal")
     }
 
+    /// Windows line endings throughout and a UTF-8 byte order mark (as editors write them) read
+    /// as the same file; each entry knows its section's header line.
+    @Test func crlfThroughoutAndAByteOrderMarkReadTheSame() throws {
+        let unix = "# c\n[Daemon]\nLogLevel=debug\n\n[Store]\nDurability=normal\n[Daemon]\nSocket=/s\n"
+        let windows = "\u{FEFF}" + unix.replacingOccurrences(of: "\n", with: "\r\n")
+        let entries = try INIParser.parse(windows)
+        #expect(entries == (try INIParser.parse(unix)))
+        #expect(entries.map(\.key) == ["LogLevel", "Durability", "Socket"] && entries.map(\.line) == [3, 6, 8])
+        #expect(entries.map(\.sectionLine) == [2, 5, 7])
+    }
+
     /// The parser never crashes and reports a line for any prefix of a valid file.
     @Test func everyPrefixParsesOrFailsWithALine() {
         let bytes = Array(sample.utf8)
@@ -241,6 +252,10 @@ import Testing
         ("[Transport t]\nKind=folder\nLocation=relative", "absolute"),
         ("[Transport t]\nColour=blue", "unknown key"),
         ("[Sync]\nPollIntervalSeconds=0", "from 1"),
+        ("[Transport t]\nKind=ftp\nLocation=/x", "Kind= is folder or relay"),
+        ("[Transport t]\nKind=folder\nLocation=/x\n[Transport t]\nKind=folder\nLocation=/y", "appears twice (lines 1 and 4)"),
+        ("[Transport t]\nKind=relay\nLocation=https://r.example", "needs Token="),
+        ("[Transport t]\nKind=folder\nLocation=/x\nToken=zzz", "Token= is for a relay"),
     ])
     func badTransportSectionsSayWhatIsWrong(_ text: String, _ expected: String) {
         var c = DaemonConfiguration(environment: env)

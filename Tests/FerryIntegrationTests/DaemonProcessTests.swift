@@ -367,6 +367,15 @@ import FerryVarlink
         }
         let usage = try runCommand(ferryd, ["--frobnicate"])
         #expect(usage.status == 2 && usage.output.contains("usage: ferryd"))
+        // A transport start-up could not use fails the check, as does a socket path too long.
+        try "[Transport t1]\nKind=folder\nLocation=/nonexistent-ferry-folder\n".write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        let unusable = try runCommand(ferryd, ["--config", daemon.configPath, "--check-config"])
+        #expect(unusable.status == 1 && unusable.output.contains("ferryd.conf:1: [Transport t1] would not be used"), "\(unusable.output)")
+        try "".write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        let long = try runCommand(ferryd, ["--config", daemon.configPath, "--check-config", "--socket", "/tmp/" + String(repeating: "s", count: 120)])
+        #expect(long.status == 1 && long.output.contains("a Unix socket's path holds at most 107"), "\(long.output)")
+        let directory = try runCommand(ferryd, ["--config", daemon.root, "--check-config"])
+        #expect(directory.status == 1 && directory.output.contains("this is a directory, not a config file"), "\(directory.output)")
     }
 
     @Test func oneDaemonPerStateDirectoryAndSocket() throws {
@@ -461,6 +470,29 @@ import FerryVarlink
         usleep(200_000)
         #expect(daemon.log.contains("log level debug"))
         #expect(daemon.log.contains("debug: put"))   // debug entries name the record, never the payload
+        // The file named with --config gone: the reload says so and the running settings stay.
+        try FileManager.default.removeItem(atPath: daemon.configPath)
+        kill(daemon.process!.processIdentifier, SIGHUP)
+        let gone = Date().addingTimeInterval(10)
+        while !daemon.log.contains("configuration not reloaded"), Date() < gone { usleep(20_000) }
+        #expect(daemon.log.contains("configuration not reloaded, the running one stays: \(daemon.configPath): there is no config file here"),
+                "\(daemon.log)")
+        #expect(daemon.stop() == 0)
+    }
+
+    /// --log-level wins over the file's LogLevel= at start and at every reload.
+    @Test func theCommandLineLogLevelOutlivesAReload() async throws {
+        let daemon = try DaemonHarness(config: "[Daemon]\nLogLevel=info\n", name: "reload-level")
+        try daemon.start(extraArguments: ["--log-level", "debug"])
+        kill(daemon.process!.processIdentifier, SIGHUP)
+        let deadline = Date().addingTimeInterval(10)
+        while !daemon.log.contains("configuration reloaded"), Date() < deadline { usleep(20_000) }
+        #expect(daemon.log.contains("log level debug (from --log-level)"), "\(daemon.log)")
+        let client = try daemon.client()
+        _ = try await client.call("io.ferry.Store.Put", ["entity": "note", "id": "after", "payload": [:]])
+        client.close()
+        usleep(200_000)
+        #expect(daemon.log.contains("debug: put entity=note id=after"), "\(daemon.log)")
         #expect(daemon.stop() == 0)
     }
 }

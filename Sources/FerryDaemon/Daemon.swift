@@ -35,6 +35,12 @@ public enum Daemon {
         if let dir = options.stateDirectory { config.stateDirectory = dir }
         if let socket = options.socketPath { config.socketPath = socket }
         if let level = options.logLevel { config.logLevel = level }
+        // A relay token lets whoever reads it read and write the owner's sealed data.
+        var status = stat()
+        if config.transports.contains(where: { $0.token != nil }), stat(configPath, &status) == 0, status.st_mode & 0o077 != 0 {
+            FileHandle.standardError.write(Data(("ferryd: warning: \(configPath) holds a relay token and others may read it (mode "
+                + String(status.st_mode & 0o777, radix: 8) + "): make it private with 'chmod 600 \(configPath)'\n").utf8))
+        }
         if options.checkConfig {
             // What start-up would refuse too: a transport it could not use, a socket path too long.
             var problems: [String] = []

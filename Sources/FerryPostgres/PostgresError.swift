@@ -1,3 +1,5 @@
+import Foundation
+
 /// An error reported by libpq or the server, with the call that failed.
 ///
 /// Never carries the connection string (it may hold a password) nor parameter values (tokens,
@@ -12,10 +14,13 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     /// The SQL being run, if any (statement text only, never its parameters).
     public let sql: String?
 
+    /// libpq's messages span lines (a tab-indented second line, "connection to server at ...
+    /// failed: ..." twice over): they are joined into one, so each error is one log line.
     public init(call: String, sqlState: String? = nil, message: String, sql: String? = nil) {
         self.call = call
         self.sqlState = sqlState
-        self.message = message
+        self.message = message.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }.joined(separator: "; ")
         self.sql = sql
     }
 

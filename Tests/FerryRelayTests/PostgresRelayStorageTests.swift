@@ -103,6 +103,14 @@ import Testing
             .trimmingCharacters(in: .whitespacesAndNewlines) == "3")
     }
 
+    /// libpq's multi-line messages become one line, so each error is one log line.
+    @Test func libpqMessagesAreOneLine() {
+        let error = PostgresError(call: "connecting to 127.0.0.1:1/ferry", message: "connection to server at \"127.0.0.1\", port 1 failed: "
+            + "Connection refused\n\tIs the server running on that host and accepting TCP/IP connections?\n")
+        #expect(!error.description.contains("\n") && !error.description.contains("\t"))
+        #expect(error.message.hasSuffix("failed: Connection refused; Is the server running on that host and accepting TCP/IP connections?"))
+    }
+
     /// Sessions the server dropped while they sat in the pool (PostgreSQL restarted, or an
     /// operator's pg_terminate_backend) cost no failed request: the first use of each finds out
     /// and runs again on a fresh session. Before, every pooled session answered one 500.

@@ -66,14 +66,18 @@ public enum Daemon {
             return 0
         }
         return await run(config: config, configPath: options.configPath ?? configPath, configRequired: options.configPath != nil,
-                         logLevelOverride: options.logLevel, environment: environment)
+                         logLevelOverride: options.logLevel, stateDirectoryOverride: options.stateDirectory,
+                         socketOverride: options.socketPath, environment: environment)
     }
 
     /// - Parameters:
     ///   - configRequired: the config file was named (`--config`): a reload that cannot read
     ///     it keeps the running configuration, instead of going back to the defaults.
     ///   - logLevelOverride: `--log-level`, which wins over the file at every reload too.
+    ///   - stateDirectoryOverride, socketOverride: `--state-dir` and `--socket`, which the
+    ///     file's values do not change (a reload does not report them as changed).
     static func run(config: DaemonConfiguration, configPath: String, configRequired: Bool = false, logLevelOverride: LogLevel? = nil,
+                    stateDirectoryOverride: String? = nil, socketOverride: String? = nil,
                     environment: [String: String]) async -> Int32 {
         let logger = Logger(level: config.logLevel, identifier: "ferryd")
         let started = Int64(Date().timeIntervalSince1970 * 1000)
@@ -224,8 +228,14 @@ public enum Daemon {
                     logger.setLevel(fresh.logLevel)
                     DeclaredTransports.apply(fresh.transports, to: store, logger: logger)
                     await sync.reconcile()
+                    // Compared with the running settings, the command line's values holding.
+                    var compared = fresh
+                    if let dir = stateDirectoryOverride { compared.stateDirectory = dir }
+                    if let socket = socketOverride { compared.socketPath = socket }
+                    let later = compared.keysTakingEffectAtNextStart(comparedWith: config)
                     logger.notice("configuration reloaded: log level \(fresh.logLevel.name)\(logLevelOverride == nil ? "" : " (from --log-level)") "
-                        + "and the [Transport] sections; other changes take effect at the next start")
+                        + "and the [Transport] sections"
+                        + (later.isEmpty ? "" : "; changed, taking effect at the next start: \(later.joined(separator: ", "))"))
                 } catch {
                     logger.error("configuration not reloaded, the running one stays: \(error)")
                 }

@@ -5,6 +5,27 @@ extension DaemonConfiguration {
     /// file's or the command line's. A relay token is never printed, only whether it is set.
     /// The output is itself a valid config file (a token aside).
     public var effectiveSettings: String {
+        sections.map { name, keys in
+            "[\(name)]\n" + keys.map { "\($0.0)=\($0.1)\n" }.joined()
+        }.joined(separator: "\n")
+    }
+
+    /// The keys (as `Section.Key`) whose values differ from `running`'s, but for those a reload
+    /// applies (`LogLevel=` and the [Transport] sections): what a reload leaves for the next start.
+    public func keysTakingEffectAtNextStart(comparedWith running: DaemonConfiguration) -> [String] {
+        var before: [String: String] = [:]
+        for (name, keys) in running.sections where !name.hasPrefix("Transport ") {
+            for (key, value) in keys { before[name + "." + key] = value }
+        }
+        var changed: [String] = []
+        for (name, keys) in sections where !name.hasPrefix("Transport ") {
+            for (key, value) in keys where key != "LogLevel" && before[name + "." + key] != value { changed.append(name + "." + key) }
+        }
+        return changed
+    }
+
+    /// Every setting by section, as `effectiveSettings` prints them.
+    private var sections: [(String, [(String, String)])] {
         func seconds(_ value: Double) -> String {
             value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
         }
@@ -24,8 +45,6 @@ extension DaemonConfiguration {
             if t.token != nil { keys.append(("Token", "(set; not shown)")) }
             sections.append(("Transport " + t.name, keys))
         }
-        return sections.map { name, keys in
-            "[\(name)]\n" + keys.map { "\($0.0)=\($0.1)\n" }.joined()
-        }.joined(separator: "\n")
+        return sections
     }
 }

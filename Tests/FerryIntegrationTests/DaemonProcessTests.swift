@@ -468,7 +468,9 @@ import FerryVarlink
     @Test func sighupReloadsTheLogLevel() async throws {
         let daemon = try DaemonHarness(config: "[Daemon]\nLogLevel=info\n", name: "reload")
         try daemon.start()
-        try "[Daemon]\nLogLevel=debug\n".write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        // With two settings a reload does not apply, and Socket= that --socket overrides.
+        try "[Daemon]\nLogLevel=debug\nSocket=/tmp/elsewhere.sock\n[Store]\nDurability=normal\n[API]\nMaxConnections=100\n"
+            .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         kill(daemon.process!.processIdentifier, SIGHUP)
         let deadline = Date().addingTimeInterval(10)
         while !daemon.log.contains("configuration reloaded"), Date() < deadline { usleep(20_000) }
@@ -477,6 +479,7 @@ import FerryVarlink
         client.close()
         usleep(200_000)
         #expect(daemon.log.contains("log level debug"))
+        #expect(daemon.log.contains("changed, taking effect at the next start: Store.Durability, API.MaxConnections\n"), "\(daemon.log)")
         #expect(daemon.log.contains("debug: put"))   // debug entries name the record, never the payload
         // The file named with --config gone: the reload says so and the running settings stay.
         try FileManager.default.removeItem(atPath: daemon.configPath)

@@ -42,20 +42,7 @@ public enum Daemon {
                 + String(status.st_mode & 0o777, radix: 8) + "): make it private with 'chmod 600 \(configPath)'\n").utf8))
         }
         if options.checkConfig {
-            // What start-up would refuse too: a transport it could not use, a socket path too long.
-            var problems: [String] = []
-            for t in config.transports {
-                do throws(TransportConfiguration.Problem) {
-                    if t.kind == "relay" { _ = try TransportConfiguration.relayURL(t.location) } else { _ = try TransportConfiguration.make(kind: t.kind, location: t.location) }
-                } catch {
-                    problems.append("\(configPath):\(t.sectionLine): [Transport \(t.name)] would not be used: \(error.message)")
-                }
-            }
-            let maxSocketPath = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
-            if config.socketPath.utf8.count > maxSocketPath {
-                problems.append("the socket path \(config.socketPath) is \(config.socketPath.utf8.count) bytes; a Unix socket's path holds at most "
-                    + "\(maxSocketPath): choose a shorter one (Socket= or --socket)")
-            }
+            let problems = startUpProblems(config, configPath: configPath)
             if !problems.isEmpty {
                 FileHandle.standardError.write(Data(("ferryd: " + problems.joined(separator: "\nferryd: ") + "\n").utf8))
                 return 1
@@ -68,6 +55,30 @@ public enum Daemon {
         return await run(config: config, configPath: options.configPath ?? configPath, configRequired: options.configPath != nil,
                          logLevelOverride: options.logLevel, stateDirectoryOverride: options.stateDirectory,
                          socketOverride: options.socketPath, environment: environment)
+    }
+
+    /// What start-up would refuse or leave out in `config` beyond what parsing checks: a
+    /// declared transport it could not use (a folder that does not exist), a socket path longer
+    /// than a Unix socket's. For `--check-config`; each names where to look.
+    static func startUpProblems(_ config: DaemonConfiguration, configPath: String) -> [String] {
+        var problems: [String] = []
+        for t in config.transports {
+            do throws(TransportConfiguration.Problem) {
+                if t.kind == "relay" {
+                    _ = try TransportConfiguration.relayURL(t.location)
+                } else {
+                    _ = try TransportConfiguration.make(kind: t.kind, location: t.location)
+                }
+            } catch {
+                problems.append("\(configPath):\(t.sectionLine): [Transport \(t.name)] would not be used: \(error.message)")
+            }
+        }
+        let maxSocketPath = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
+        if config.socketPath.utf8.count > maxSocketPath {
+            problems.append("the socket path \(config.socketPath) is \(config.socketPath.utf8.count) bytes; a Unix socket's path holds at most "
+                + "\(maxSocketPath): choose a shorter one (Socket= or --socket)")
+        }
+        return problems
     }
 
     /// - Parameters:

@@ -155,8 +155,10 @@ public enum EngineInterface {
     method OwnerPhrase(space: ?string) -> (owner: string, phrase: string)
 
     # Makes a space belong to the owner of a recovery phrase (another device's). The records
-    # already here are kept and queued for upload under the new owner.
-    method RestoreOwner(space: ?string, phrase: string) -> (owner: string)
+    # already here are kept and queued for upload under the new owner. relaysToPairAgain names
+    # the space's relay transports when the owner changed: each holds a token of the previous
+    # owner, so pair it again (AddTransport with a code from a device of the new owner).
+    method RestoreOwner(space: ?string, phrase: string) -> (owner: string, relaysToPairAgain: ?[]string)
 
     # Pauses every sync loop; local reads and writes go on and the outbox keeps growing.
     # Kept across restarts.

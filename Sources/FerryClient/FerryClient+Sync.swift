@@ -88,10 +88,18 @@ extension FerryClient {
     /// returns the owner id.
     /// - Throws: `FerryClientError.remote` with `InvalidRecoveryPhrase`; or a connection error.
     public func restoreOwner(space: String? = nil, phrase: String) async throws(FerryClientError) -> String {
+        try await restoreOwnerReport(space: space, phrase: phrase).owner
+    }
+
+    /// `restoreOwner`, with the space's relay transports that hold a token of the previous owner
+    /// and so must be paired again (empty when the owner did not change or there are none).
+    public func restoreOwnerReport(space: String? = nil, phrase: String) async throws(FerryClientError) -> (owner: String, relaysToPairAgain: [String]) {
         var parameters: [String: JSONValue] = ["phrase": .string(phrase)]
         parameters.setIfPresent("space", space.json)
         let reply = try await call("io.ferry.Engine.RestoreOwner", parameters)
-        return try decode { () throws(WireError) in try reply.string("owner") }
+        return try decode { () throws(WireError) in
+            (try reply.string("owner"), reply["relaysToPairAgain"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+        }
     }
 
     /// Pauses (`io.ferry.Engine.Pause`) or resumes (`io.ferry.Engine.Resume`) syncing.

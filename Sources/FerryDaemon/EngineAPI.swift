@@ -420,6 +420,8 @@ struct EngineAPI: Sendable {
         let space = p["space"]?.stringValue ?? Store.privateSpace
         try checkSpace(space)
         let phrase = p["phrase"]?.stringValue ?? ""
+        let sync = self.sync, store = self.store
+        let before = try? await run { () throws(FerryError) in try sync.keyring.keys(for: space).owner.description }
         do {
             try await sync.restoreOwner(space: space, phrase: phrase)
         } catch {
@@ -429,9 +431,11 @@ struct EngineAPI: Sendable {
             case .ownerInUse: throw ErrorMapping.invalidArgument("phrase", error.description, interface: EngineInterface.name)
             }
         }
-        let sync = self.sync
         let owner = try await run { () throws(FerryError) in try sync.keyring.keys(for: space).owner.description }
-        return ["owner": .string(owner)]
+        // A relay transport keeps the token it was paired with, which is the previous owner's.
+        guard before != owner else { return ["owner": .string(owner)] }
+        let relays = try await run { () throws(FerryError) in try store.transports(space: space).filter { $0.kind == "relay" }.map(\.name).sorted() }
+        return relays.isEmpty ? ["owner": .string(owner)] : ["owner": .string(owner), "relaysToPairAgain": .array(relays.map { .string($0) })]
     }
 
     func setPaused(_ paused: Bool) async throws(VarlinkError) -> [String: JSONValue] {

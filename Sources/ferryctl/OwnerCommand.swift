@@ -33,13 +33,19 @@ enum OwnerCommand: Command {
             guard arguments.positionals.count >= 2 else { throw .usage("missing PHRASE") }
             // The phrase may be passed as one argument or as its groups.
             let phrase = arguments.positionals.dropFirst().joined(separator: "-")
-            let owner = try await daemon { () async throws(FerryClientError) in
-                try await client.restoreOwner(space: context.space, phrase: phrase)
+            let (owner, relays) = try await daemon { () async throws(FerryClientError) in
+                try await client.restoreOwnerReport(space: context.space, phrase: phrase)
             }
             if context.json {
-                Output.json(.object(["owner": .string(owner)]))
+                var object: [String: JSONValue] = ["owner": .string(owner)]
+                if !relays.isEmpty { object["relaysToPairAgain"] = .array(relays.map { .string($0) }) }
+                Output.json(.object(object))
             } else {
                 Output.line("space \(context.space ?? "private") now belongs to owner \(owner); its records are queued for upload")
+            }
+            if !relays.isEmpty {
+                Output.note("the relay transport(s) \(relays.joined(separator: ", ")) hold a token of the space's previous owner: pair each "
+                    + "again with a code from a device of this owner ('ferryctl relay pair' there, then 'ferryctl transport add NAME relay URL --code CODE' here)")
             }
         default:
             throw .usage("unknown owner command '\(action)' (show-phrase or restore)")

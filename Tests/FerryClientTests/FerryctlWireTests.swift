@@ -258,6 +258,13 @@ import Testing
         let (cutJSON, _) = try run(["--json", "outbox", "--limit", "1"]) { _ in [.ok(["entries": [entry], "more": true])] }
         #expect(cutJSON.status == 0 && cutJSON.stdout.contains(#""more":true"#), "\(cutJSON)")
 
+        // A restore that leaves relay transports with the previous owner's token says so.
+        let (restored, _) = try run(["owner", "restore", "PHRASE"]) { _ in [.ok(["owner": "ab", "relaysToPairAgain": ["relay"]])] }
+        #expect(restored.status == 0 && restored.stderr.contains("the relay transport(s) relay hold a token of the space's previous owner"),
+                "\(restored)")
+        let (restoredSame, _) = try run(["owner", "restore", "PHRASE"]) { _ in [.ok(["owner": "ab"])] }
+        #expect(restoredSame.status == 0 && !restoredSame.stderr.contains("pair each"), "\(restoredSame)")
+
         // The room left under the quota shows, in bytes when both figures print the same.
         @Sendable func usage(_ bytes: Int64, quota: Int64) -> [String: JSONValue] {
             ["owner": "ab", "url": "http://r", "events": 3, "bytes": .int(bytes), "blobs": 0, "blobBytes": 0, "quotaBytes": .int(quota)]

@@ -243,6 +243,26 @@ import Testing
         #expect(try await client.transports().count == 1)
     }
 
+    /// Restoring another owner's phrase into a space that syncs through a relay names the relay
+    /// transports to pair again (their tokens are the previous owner's); restoring the owner the
+    /// space has already names none.
+    @Test func restoringAnotherOwnerNamesTheRelaysToPairAgain() async throws {
+        let relay = try RelayHarness()
+        try relay.start()
+        let a = try SyncDevice("a"), other = try SyncDevice("other")
+        try a.start()
+        try other.start()
+        let client = try a.client()
+        let owner = try #require(try await client.spaces().first { $0.name == "private" }?.owner)
+        let (token, _) = try relay.createOwner(owner)
+        _ = try await client.addTransport(name: "relay", kind: "relay", location: relay.url, token: token)
+        let phrase = try await other.client().ownerPhrase().phrase
+        let moved = try await client.restoreOwnerReport(phrase: phrase)
+        #expect(moved.owner != owner && moved.relaysToPairAgain == ["relay"], "\(moved)")
+        let again = try await client.restoreOwnerReport(phrase: phrase)
+        #expect(again.owner == moved.owner && again.relaysToPairAgain.isEmpty, "\(again)")
+    }
+
     /// A relay with a small MaxBodyBytes: the batch it refuses with 413 `too_large` is pushed in
     /// halves, so every record that fits arrives; the one record too large on its own is rejected
     /// for the relay (`ferryctl outbox --errors` shows it, with what to do) instead of holding the

@@ -69,7 +69,16 @@ enum LsCommand: Command {
             guard let next = page.next else { break }
             guard followPages else {
                 if !context.json {
-                    Output.note("more records: ferryctl ls \(entity) --after \(shellQuoted(next)) (or --follow-pages for all)")
+                    // The same command for the next page: every option that shapes the pages kept.
+                    var command = ["ferryctl"]
+                    if let space = context.space { command += ["--space", shellQuoted(space)] }
+                    command += ["ls", shellQuoted(entity)]
+                    if let limit { command += ["--limit", String(limit)] }
+                    if includeDeleted { command.append("--all") }
+                    for condition in arguments.all("where") { command += ["--where", shellQuoted(condition)] }
+                    if let order { command += ["--order", order.rawValue] }
+                    command += ["--after", shellQuoted(next)]
+                    Output.note("more records: \(command.joined(separator: " ")) (or --follow-pages for all)")
                 }
                 return
             }

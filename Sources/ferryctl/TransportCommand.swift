@@ -38,7 +38,7 @@ enum TransportCommand: Command {
                 return
             }
             if list.isEmpty {
-                Output.line("no transports" + (context.space.map { " in space \($0)" } ?? "") + "; add one with 'ferryctl transport add NAME folder PATH' or 'ferryctl transport add NAME relay URL --code CODE'")
+                Output.note("no transports" + (context.space.map { " in space \($0)" } ?? "") + "; add one with 'ferryctl transport add NAME folder PATH' or 'ferryctl transport add NAME relay URL --code CODE'")
                 return
             }
             var table = Table("TRANSPORT", "SPACE", "KIND", "LOCATION", "STATE", "PENDING", "LAST SUCCESS", "PROBLEM")

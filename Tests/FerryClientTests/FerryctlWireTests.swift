@@ -37,7 +37,9 @@ import Testing
         #expect(result.lines[1].hasPrefix("A1  \(Samples.hlc)  no "), "\(result)")
         #expect(result.lines[1].hasSuffix(#"{"title":"milk"}"#), "\(result)")
         #expect(result.lines[2].hasPrefix("A2  \(Samples.hlc)  yes"), "\(result)")
-        #expect(result.stderr.contains("more records: ferryctl ls note --after A2"), "\(result)")
+        // The next page's command keeps every option that shapes the pages.
+        #expect(result.stderr.contains("more records: ferryctl --space team ls note --limit 5 --all --where done=false --where n=3 "
+                                       + "--where title=milk --order stamp --after A2"), "\(result)")
     }
 
     @Test func lsFollowsPages() throws {
@@ -257,6 +259,10 @@ import Testing
         #expect(cut.status == 0 && cut.stderr.contains("more entries wait than the 1 shown"), "\(cut)")
         let (cutJSON, _) = try run(["--json", "outbox", "--limit", "1"]) { _ in [.ok(["entries": [entry], "more": true])] }
         #expect(cutJSON.status == 0 && cutJSON.stdout.contains(#""more":true"#), "\(cutJSON)")
+
+        // "Nothing to show" goes to stderr, as for ls: stdout stays empty for scripts.
+        let (none, _) = try run(["transport", "ls"]) { _ in [.ok(["transports": []])] }
+        #expect(none.status == 0 && none.stdout.isEmpty && none.stderr.contains("no transports"), "\(none)")
 
         // A restore that leaves relay transports with the previous owner's token says so.
         let (restored, _) = try run(["owner", "restore", "PHRASE"]) { _ in [.ok(["owner": "ab", "relaysToPairAgain": ["relay"]])] }

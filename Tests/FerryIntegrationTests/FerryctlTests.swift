@@ -48,7 +48,7 @@ import Testing
 
         // Paging: one record per page, with the hint, then every page.
         let page = try ctl.run(["ls", "note", "--limit", "1"])
-        #expect(page.lines.count == 2 && page.stderr.contains("more records: ferryctl ls note --after "), "\(page)")
+        #expect(page.lines.count == 2 && page.stderr.contains("more records: ferryctl ls note --limit 1 --after "), "\(page)")
         let all = try ctl.run(["ls", "note", "--limit", "1", "--follow-pages", "--json"])
         let ids = try all.lines.flatMap { try JSONParser.parse($0)["records"]?.arrayValue ?? [] }.compactMap { $0["id"]?.stringValue }
         #expect(Set(ids) == [id, "N1", "N2"] && ids.count == 3, "\(all)")

@@ -64,11 +64,7 @@ public enum Daemon {
         var problems: [String] = []
         for t in config.transports {
             do throws(TransportConfiguration.Problem) {
-                if t.kind == "relay" {
-                    _ = try TransportConfiguration.relayURL(t.location)
-                } else {
-                    _ = try TransportConfiguration.make(kind: t.kind, location: t.location)
-                }
+                _ = try DeclaredTransports.configuration(of: t)
             } catch {
                 problems.append("\(configPath):\(t.sectionLine): [Transport \(t.name)] would not be used: \(error.message)")
             }

@@ -14,17 +14,22 @@ enum DeclaredTransports {
         return declared.contains(space + "\u{1}" + name)
     }
 
+    /// The store's configuration of a declared transport.
+    /// - Throws: why it cannot be used (a folder that does not exist, a URL that is not one).
+    static func configuration(of t: DaemonConfiguration.DeclaredTransport) throws(TransportConfiguration.Problem) -> String {
+        if t.kind == "relay", let token = t.token {
+            return TransportConfiguration.relay(url: try TransportConfiguration.relayURL(t.location), token: token)
+        }
+        return try TransportConfiguration.make(kind: t.kind, location: t.location)
+    }
+
     static func apply(_ declared: [DaemonConfiguration.DeclaredTransport], to store: Store, logger: Logger) {
         let previous = Set(((try? store.setting(setting)) ?? nil)?.split(separator: "\n").map(String.init) ?? [])
         var now = Set<String>()
         for t in declared {
             let config: String
             do {
-                if t.kind == "relay", let token = t.token {
-                    config = TransportConfiguration.relay(url: try TransportConfiguration.relayURL(t.location), token: token)
-                } else {
-                    config = try TransportConfiguration.make(kind: t.kind, location: t.location)
-                }
+                config = try configuration(of: t)
             } catch {
                 logger.error("ferryd.conf: [Transport \(t.name)] is not used: \(error.message)", ["transport": t.name])
                 continue

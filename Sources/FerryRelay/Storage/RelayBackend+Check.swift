@@ -65,13 +65,8 @@ extension RelayBackend {
     /// Checks that the state directory is a directory this process can write in, or that it
     /// could be made (its nearest existing ancestor is one); nil, or what serve would make.
     private static func checkStateDirectory(_ path: String) throws -> String? {
+        if try stateDirectoryExists(path) { return nil }
         var status = stat()
-        if stat(path, &status) == 0 {
-            guard status.st_mode & S_IFMT == S_IFDIR else { throw StateDirectoryError(path: path, errno: ENOTDIR, operation: "use") }
-            guard access(path, R_OK | W_OK | X_OK) == 0 else { throw StateDirectoryError(path: path, errno: errno, operation: "write in") }
-            return nil
-        }
-        guard errno == ENOENT else { throw StateDirectoryError(path: path, errno: errno, operation: "reach") }
         var ancestor = URL(fileURLWithPath: path).deletingLastPathComponent().path
         while stat(ancestor, &status) != 0 {
             guard errno == ENOENT, ancestor != "/" else { throw StateDirectoryError(path: path, errno: errno, operation: "create") }

@@ -53,14 +53,7 @@ public struct RelayBackend: Sendable {
     /// - Throws: `StateDirectoryError` saying what is in the way.
     private static func createStateDirectory(_ configuration: RelayConfiguration) throws {
         let path = configuration.stateDirectory
-        var status = stat()
-        if stat(path, &status) == 0 {
-            guard status.st_mode & S_IFMT == S_IFDIR else { throw StateDirectoryError(path: path, errno: ENOTDIR, operation: "use") }
-            guard access(path, R_OK | W_OK | X_OK) == 0 else { throw StateDirectoryError(path: path, errno: errno, operation: "write in") }
-            return
-        }
-        let code = errno
-        guard code == ENOENT else { throw StateDirectoryError(path: path, errno: code, operation: "reach") }
+        if try stateDirectoryExists(path) { return }
         // Each missing component in turn, so a failure names the system's reason.
         var built = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
@@ -70,5 +63,20 @@ public struct RelayBackend: Sendable {
             }
         }
         _ = chmod(path, 0o700)   // mkdir's mode went through the umask
+    }
+
+    /// Whether the state directory is there (false when it is missing).
+    /// - Throws: `StateDirectoryError` when something else is in the way, it cannot be written
+    ///   in, or it cannot be reached.
+    static func stateDirectoryExists(_ path: String) throws -> Bool {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            let code = errno
+            guard code == ENOENT else { throw StateDirectoryError(path: path, errno: code, operation: "reach") }
+            return false
+        }
+        guard status.st_mode & S_IFMT == S_IFDIR else { throw StateDirectoryError(path: path, errno: ENOTDIR, operation: "use") }
+        guard access(path, R_OK | W_OK | X_OK) == 0 else { throw StateDirectoryError(path: path, errno: errno, operation: "write in") }
+        return true
     }
 }

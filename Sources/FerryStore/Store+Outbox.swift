@@ -167,8 +167,9 @@ extension Store {
         return try statement.step() ? PushCursor(sent: statement.int64(0), since: statement.int64(1)) : nil
     }
 
-    /// Whether `transport` refused anything (outbox_delivery rows are the exception: reads
-    /// skip the check of every record against them when there are none).
+    /// Whether `transport` refused anything or took a version ahead of its cursor
+    /// (outbox_delivery rows are the exception: reads skip the check of every record against
+    /// them when there are none).
     static func hasRefusals(transport: String, in db: Database) throws(SQLiteError) -> Bool {
         let statement = try db.cached("SELECT EXISTS (SELECT 1 FROM outbox_delivery WHERE transport = ?)")
         defer { statement.reset() }
@@ -193,6 +194,11 @@ extension Store {
         ORDER BY c.seq LIMIT ?8
         """
     private static let pendingCountSQL = "SELECT count(*) \(neededByTransport)"
+    private static let pendingDeletionsSQL = """
+        SELECT r.entity, r.id, r.hlc, r.deleted, r.payload, r.attachments, c.seq, c.rid
+        \(neededByTransport) AND r.deleted = 1
+        ORDER BY c.seq LIMIT ?8
+        """
 
     private static func bindNeeded(_ statement: Statement, sid: Int64, transport: String, after: Int64, cursor: PushCursor,
                                    refusals: Bool, upTo: Int64) {
@@ -228,6 +234,45 @@ extension Store {
             }
             let through = out.count == limit ? out[out.count - 1].outboxSeq : max(from, last)
             return PendingPage(items: out, from: from, through: through, since: cursor.since)
+        }
+    }
+
+    /// The deletions (tombstones) the transport still needs anywhere past its cursor, oldest
+    /// change first, at most `limit`: what a transport refusing the backlog for its quota can
+    /// still take, since a tombstone frees the room of the version it replaces there. The
+    /// engine pushes them ahead of the backlog and records them with `recordAhead`. Reads the
+    /// whole backlog's index entries, so it is for that rare case, not every push.
+    public func pendingDeletions(space: String = Store.privateSpace, transport: String,
+                                 limit: Int = 400) throws(FerryError) -> (items: [Pending], since: Int64) {
+        let sid = try catalog.sid(space)
+        return try read("reading the outbox's deletions") { db in
+            guard let cursor = try Self.pushCursor(sid: sid, transport: transport, in: db) else { return ([], -1) }
+            let statement = try db.cached(text: Self.pendingDeletionsSQL)
+            defer { statement.reset() }
+            Self.bindNeeded(statement, sid: sid, transport: transport, after: cursor.sent, cursor: cursor,
+                            refusals: try Self.hasRefusals(transport: transport, in: db), upTo: .max)
+            statement.bind(8, max(1, limit))
+            var out: [Pending] = []
+            while try statement.step() {
+                let (version, seq) = try Reader.version(statement)
+                out.append(Pending(version: version, outboxSeq: seq, rid: statement.int64(7)))
+            }
+            return (out, cursor.since)
+        }
+    }
+
+    /// Records versions a transport stored ahead of its cursor (`pendingDeletions` read them
+    /// when its `since` was `since`): they are not offered to it again unless the record
+    /// changes, and an earlier refusal of the record by it goes. The marks go once the cursor
+    /// passes the records (`recordPush`). Nothing happens for a removed transport or one that
+    /// started over since the read.
+    public func recordAhead(space: String = Store.privateSpace, transport: String, since: Int64,
+                            acked: [(rid: Int64, hlc: Stamp)]) throws(FerryError) {
+        let sid = try catalog.sid(space)
+        guard !acked.isEmpty else { return }
+        try write("recording what \(transport) took ahead of its backlog") { writer in
+            guard let cursor = try Self.pushCursor(sid: sid, transport: transport, in: writer.db), cursor.since == since else { return }
+            for ack in acked { try writer.recordAcknowledgement(rid: ack.rid, transport: transport, hlc: ack.hlc) }
         }
     }
 
@@ -269,6 +314,16 @@ extension Store {
                 let move = try db.cached("UPDATE transports SET sent = ? WHERE sid = ? AND name = ?")
                 move.bind(1, through); move.bind(2, sid); move.bind(3, transport)
                 try move.run()
+                if try Self.hasRefusals(transport: transport, in: db) {
+                    // Marks of versions taken ahead (`recordAhead`) whose records the cursor has
+                    // now passed say nothing the cursor does not.
+                    let passed = try db.cached("""
+                        DELETE FROM outbox_delivery WHERE transport = ?1 AND error IS NULL
+                          AND EXISTS (SELECT 1 FROM records r WHERE r.rid = outbox_delivery.rid AND r.sid = ?2 AND r.seq <= ?3)
+                        """)
+                    passed.bind(1, transport); passed.bind(2, sid); passed.bind(3, through)
+                    try passed.run()
+                }
             }
             if cursor.sent >= from, !acked.isEmpty, try Self.hasRefusals(transport: transport, in: db) {
                 let cleared = try db.cached(

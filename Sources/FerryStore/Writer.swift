@@ -394,6 +394,23 @@ final class Writer: @unchecked Sendable {
 
     // MARK: Outbox refusals
 
+    /// Transport `transport` stored version `hlc` of record `rid` ahead of its cursor: a
+    /// refusal of that version or an older one goes with it.
+    func recordAcknowledgement(rid: Int64, transport: String, hlc: Stamp) throws {
+        let statement = try db.cached("""
+            INSERT INTO outbox_delivery (rid, transport, acked_hlc, error, error_hlc, updated_at) VALUES (?1, ?2, ?3, NULL, NULL, ?4)
+            ON CONFLICT (rid, transport) DO UPDATE SET acked_hlc = max(coalesce(acked_hlc, ''), excluded.acked_hlc),
+              error = CASE WHEN error_hlc <= excluded.acked_hlc THEN NULL ELSE error END,
+              error_hlc = CASE WHEN error_hlc <= excluded.acked_hlc THEN NULL ELSE error_hlc END,
+              updated_at = excluded.updated_at
+            """)
+        statement.bind(1, rid)
+        statement.bind(2, transport)
+        statement.bind(3, hlc.text)
+        statement.bind(4, nowMillis)
+        try statement.run()
+    }
+
     func recordRejection(rid: Int64, transport: String, hlc: Stamp, error: String) throws {
         let statement = try db.cached("""
             INSERT INTO outbox_delivery (rid, transport, acked_hlc, error, error_hlc, updated_at) VALUES (?, ?, NULL, ?, ?, ?)

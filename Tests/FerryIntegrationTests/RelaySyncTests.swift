@@ -214,6 +214,40 @@ import Testing
         #expect(try await c.records() == a.records())
     }
 
+    /// A relay over its quota still takes deletions: they go ahead of the refused backlog, at
+    /// once after the user deletes, free room there and reach the other devices; the backlog
+    /// waits, and goes once the quota allows it, with nothing sent twice.
+    @Test(arguments: RelaySyncTests.backends) func deletionsGoAheadOfABacklogTheQuotaHolds(_ storage: String) async throws {
+        let (relay, devices, owner) = try await Self.setUp(2, storage: storage)
+        let (a, b) = (devices[0], devices[1])
+        let pad = String(repeating: "o", count: 1500)
+        _ = try await a.client().putMany((0..<10).map { PutItem(entity: "note", id: "old\($0)", payload: ["pad": .string(pad)]) })
+        #expect(try await eventually(.seconds(30)) { try await b.records().count == 10 })
+        let used = try #require(try await a.client().relayUsage().figures["bytes"])
+        #expect(try relay.admin(["set-quota", owner, String(used + 2000)]).status == 0)
+        _ = try await a.client().putMany((0..<200).map {
+            PutItem(entity: "note", id: "big\($0)", payload: ["pad": .string(String(repeating: "z", count: 500))])
+        })
+        #expect(try await eventually(.seconds(30)) { try await a.transport("relay")?.lastErrorKind == "quota" })
+        // The user deletes to make room: the deletions reach B while the backlog is held.
+        for i in 0..<5 { _ = try await a.client().delete(entity: "note", id: "old\(i)") }
+        #expect(try await eventually(.seconds(30)) {
+            try await b.records().values.filter(\.deleted).count == 5
+        })
+        let freed = try #require(try await a.client().relayUsage().figures["bytes"])
+        #expect(freed < used - 5 * 1000, "\(freed) bytes used after the deletions, \(used) before")
+        #expect(try await b.records().count == 10, "the backlog stays held")
+        #expect(try await a.client().status().outbox == 200)
+        #expect(try await a.transport("relay")?.lastErrorKind == "quota")
+        // The quota allows the backlog: everything converges, each record once on the relay.
+        #expect(try relay.admin(["set-quota", owner, "default"]).status == 0)
+        try await a.client().syncNow()
+        #expect(try await eventually(.seconds(60)) { try await b.records().count == 210 })
+        #expect(try await Self.converged(devices))
+        #expect(try await a.client().status().outbox == 0)
+        #expect(try await a.client().relayUsage().figures["events"] == 210)
+    }
+
     /// `transport add --token` asks the relay: a token it refuses (unknown, or another owner's)
     /// is refused at once, with nothing added; a relay that cannot be reached does not stop it.
     @Test func aTokenTheRelayRefusesIsRefusedWhenTheTransportIsAdded() async throws {

@@ -275,6 +275,50 @@ func record(_ store: Store, _ transport: String, _ page: Store.PendingPage, spac
         #expect(try store.stats().outboxErrors == 0)
     }
 
+    /// Deletions go ahead of a backlog the transport refuses (a relay over its quota):
+    /// `pendingDeletions` gives the tombstones past the cursor, `recordAhead` keeps them from
+    /// being offered again, until the record changes; a read from before a start-over records
+    /// nothing; the marks go once the cursor passes the records.
+    @Test func deletionsTakenAheadOfTheBacklogAreNotOfferedAgain() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        try store.addTransport(name: "relay", kind: "relay")
+        for i in 0..<5 { try store.put(entity: "note", id: "N\(i)", payload: "{}") }
+        try pushAll(store, "relay")
+        for i in 0..<20 { try store.put(entity: "note", id: "B\(i)", payload: #"{"big":true}"#) }
+        try store.delete(entity: "note", id: "N0")
+        try store.delete(entity: "note", id: "N1")
+        try store.delete(entity: "note", id: "B3")
+        let ahead = try store.pendingDeletions(transport: "relay")
+        #expect(ahead.items.map(\.version.id) == ["N0", "N1", "B3"] && ahead.items.allSatisfy(\.version.deleted))
+        #expect(try store.pendingDeletions(transport: "relay", limit: 2).items.map(\.version.id) == ["N0", "N1"])
+        try store.recordAhead(transport: "relay", since: ahead.since, acked: ahead.items.map { ($0.rid, $0.version.hlc) })
+        #expect(try store.pendingDeletions(transport: "relay").items.isEmpty)
+        let backlog = (0..<20).filter { $0 != 3 }.map { "B\($0)" }
+        #expect(try store.pending(transport: "relay", limit: 10_000).items.map(\.version.id) == backlog)
+        #expect(try store.pendingCount(transport: "relay") == 19)
+        #expect(try store.outbox().count == 19)
+        #expect(try store.stats().outbox == 19 && store.outboxCounts().pending == 19, "the status counts what the listing lists")
+        // A record taken ahead that changes again is offered again.
+        try store.put(entity: "note", id: "N1", payload: #"{"back":true}"#)
+        #expect(try store.pending(transport: "relay", limit: 10_000).items.map(\.version.id) == backlog + ["N1"])
+        // Read before the transport started over: recording it marks nothing.
+        try store.delete(entity: "note", id: "N2")
+        let stale = try store.pendingDeletions(transport: "relay")
+        #expect(stale.items.map(\.version.id) == ["N2"])
+        try store.restartTransport(name: "relay")
+        try store.recordAhead(transport: "relay", since: stale.since, acked: stale.items.map { ($0.rid, $0.version.hlc) })
+        #expect(try store.pendingDeletions(transport: "relay").items.map(\.version.id) == ["N0", "B3", "N2"],
+                "after the start-over every tombstone is needed again, N2 too")
+        // Taken ahead again, then the cursor passes them: no marks are left behind.
+        let again = try store.pendingDeletions(transport: "relay")
+        try store.recordAhead(transport: "relay", since: again.since, acked: again.items.map { ($0.rid, $0.version.hlc) })
+        try pushAll(store, "relay")
+        #expect(try store.pendingCount(transport: "relay") == 0)
+        let marks = try store.read("counting marks") { db in try db.scalarInt("SELECT count(*) FROM outbox_delivery") }
+        #expect(marks == 0)
+    }
+
     /// A batch read before the transport started over (its host lost its data while the push
     /// was on its way) moves nothing when recorded, even one read from cursor 0: the records
     /// are sent again.

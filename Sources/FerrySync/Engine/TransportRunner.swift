@@ -167,9 +167,99 @@ final class TransportRunner: Sendable {
                 let delay = options.backoff(error, failures)
                 unreachable.withLock { $0.push = Self.isUnreachable(error) }
                 failed(error, retryIn: delay, during: .push)
-                await pushRetry.wait(timeout: delay)
+                if case .transport(.quotaExceeded) = error {
+                    await waitOutQuota(delay)
+                } else {
+                    await pushRetry.wait(timeout: delay)
+                }
             }
         }
+    }
+
+    /// The backoff after the host refused the backlog for its quota. A host over its quota
+    /// still takes deletions whose tombstones free the room of what they replace, so deletions
+    /// the outbox holds go ahead of the backlog now and after local writes while the backoff
+    /// lasts (a user deleting to make room sees it used at once). Returns, for the backlog to
+    /// be tried again, when deletions went, at the backoff's end, or on SyncNow.
+    private func waitOutQuota(_ delay: Duration) async {
+        let deadline = ContinuousClock.now + delay
+        // Reading the deletions reads the backlog's index: after a read of d, the next waits
+        // at least 10 d (and 2 s), so writes during a long backoff cost a tenth of a CPU at most.
+        var nextLook = ContinuousClock.now
+        // Deletions may be waiting at first; later only a local write brings new ones.
+        var wanted = true
+        while !Task.isCancelled {
+            if wanted, ContinuousClock.now >= nextLook {
+                let (pushed, took) = await pushDeletionsAhead()
+                if pushed > 0 {
+                    log(.info, "\(info.name) is over its quota: \(pushed) deletion(s) went ahead of the backlog to free room", fields)
+                    return
+                }
+                wanted = false
+                nextLook = ContinuousClock.now + max(.seconds(2), took * 10)
+            }
+            let until = wanted ? min(deadline, nextLook) : deadline
+            guard until > ContinuousClock.now else {
+                if ContinuousClock.now >= deadline { return }
+                continue
+            }
+            // A local write (or SyncNow, start-over) signals `pushSignal`; SyncNow and start-over
+            // `pushRetry` as well, which ends the backoff.
+            await pushSignal.wait(timeout: until - .now)
+            if pushRetry.take() || ContinuousClock.now >= deadline { return }
+            if ContinuousClock.now < until { wanted = true }
+        }
+    }
+
+    /// Pushes the deletions the outbox holds for the transport, past its backlog, batch after
+    /// batch, and records what the transport took (`Store.recordAhead`). Returns how many it
+    /// stored (not counting those it had), and how long reading the outbox took. Stops at the
+    /// first failure, which the caller's backoff already covers.
+    private func pushDeletionsAhead() async -> (stored: Int, reading: Duration) {
+        let store = self.store, space = self.space, name = info.name, limit = batchEnvelopes
+        var stored = 0
+        var reading = Duration.zero
+        var seen = Set<Int64>()
+        while !Task.isCancelled, !isPaused() {
+            let started = ContinuousClock.now
+            guard let (items, since) = try? await local("reading the outbox's deletions", { () throws(FerryError) in
+                try store.pendingDeletions(space: space, transport: name, limit: limit)
+            }) else { break }
+            reading += ContinuousClock.now - started
+            // Only what was not offered in this round: a deletion refused goes no further.
+            let fresh = items.filter { seen.insert($0.rid).inserted }
+            guard !fresh.isEmpty else { break }
+            let outcomes: [PushOutcome]
+            do throws(TransportFailure) {
+                outcomes = try await Self.push(fresh.map { sealer.seal($0.version) }[...], to: transport)
+            } catch {
+                break
+            }
+            guard outcomes.count == fresh.count else { break }
+            var acked: [(rid: Int64, hlc: Stamp)] = []
+            for (item, outcome) in zip(fresh, outcomes) {
+                switch outcome {
+                case .accepted:
+                    acked.append((item.rid, item.version.hlc))
+                    stored += 1
+                case .duplicate:
+                    acked.append((item.rid, item.version.hlc))
+                case .rejected(let why):
+                    log(.warning, "\(name) refused \(item.version.entity)/\(item.version.id): \(why)",
+                        fields.merging(["entity": item.version.entity], uniquingKeysWith: { a, _ in a }))
+                    try? await local("recording a refusal by \(name)") { () throws(FerryError) in
+                        try store.reject(space: space, transport: name, key: item.version.key, hlc: item.version.hlc, error: why)
+                    }
+                }
+            }
+            let took = acked
+            guard (try? await local("recording what \(name) took", { () throws(FerryError) in
+                try store.recordAhead(space: space, transport: name, since: since, acked: took)
+            })) != nil else { break }
+            healthState.withLock { $0.pushed += Int64(took.count) }
+            if items.count < limit { break }
+        }
+        return (stored, reading)
     }
 
     /// One sealed batch, ready to push: its attachments are on the transport already.

@@ -54,6 +54,14 @@ public final class WakeSignal: Sendable {
         }
     }
 
+    /// Takes a signal sent while nobody waited: whether there was one (it is gone now).
+    public func take() -> Bool {
+        state.withLock { s in
+            defer { s.pending = false }
+            return s.pending
+        }
+    }
+
     /// Ends a wait without leaving a pending signal behind (timeouts and cancellation).
     private func resumeWaiterOnly() {
         let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in

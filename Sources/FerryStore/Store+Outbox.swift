@@ -90,11 +90,16 @@ extension Store {
         try forget(sid: sid, transport: transport, in: db)
     }
 
-    /// Drops the progress (`push:<transport>`, `cursor:<transport>`) and the refusals of
-    /// `transport` in space `sid`.
+    /// The progress keys of a transport: `push:<name>`, `cursor:<name>` (its pull cursor), and
+    /// `blobs-checked:<name>` (when the engine last checked its own blobs there).
+    static let transportProgressPrefixes = ["push:", "cursor:", "blobs-checked:"]
+
+    /// Drops the progress (`transportProgressPrefixes`) and the refusals of `transport` in
+    /// space `sid`.
     private static func forget(sid: Int64, transport: String, in db: Database) throws(SQLiteError) {
-        let progress = try db.prepare("DELETE FROM progress WHERE sid = ? AND (key = 'push:' || ?2 OR key = 'cursor:' || ?2)")
+        let progress = try db.prepare("DELETE FROM progress WHERE sid = ?1 AND key IN (SELECT value || ?2 FROM json_each(?3))")
         progress.bind(1, sid); progress.bind(2, transport)
+        progress.bind(3, JSONWriter.string(.array(transportProgressPrefixes.map { .string($0) })))
         try progress.run()
         let refusals = try db.prepare("DELETE FROM outbox_delivery WHERE transport = ? AND rid IN (SELECT rid FROM records WHERE sid = ?)")
         refusals.bind(1, transport); refusals.bind(2, sid)
@@ -134,14 +139,14 @@ extension Store {
     }
 
     /// Sets a progress value, committed like any write. A transport's own keys
-    /// (`push:<name>`, `cursor:<name>`) are kept only while the transport exists: a value saved
+    /// (`transportProgressPrefixes`) are kept only while the transport exists: a value saved
     /// by a loop that was still finishing when its transport was removed is dropped.
     public func setProgress(space: String = Store.privateSpace, key: String, value: String) throws(FerryError) {
         let sid = try catalog.sid(space)
         let now = configuration.wallClock()
         let catalog = self.catalog
         try write("saving progress \(key)") { writer in
-            for prefix in ["push:", "cursor:"] where key.hasPrefix(prefix) {
+            for prefix in Self.transportProgressPrefixes where key.hasPrefix(prefix) {
                 let name = String(key.dropFirst(prefix.count))
                 if !catalog.transports(of: sid).contains(where: { $0.name == name }) { return }
             }

@@ -33,9 +33,21 @@ public protocol Transport: AnyObject, Sendable {
     /// Whether a blob is stored under `key`.
     func hasBlob(key: BlobKey) async throws(TransportFailure) -> Bool
 
-    /// Writes the sealed blob stored under `key` to the file at `path` (replacing it) and returns
-    /// true, or returns false when no such blob is there (yet).
-    func getBlob(key: BlobKey, to path: String) async throws(TransportFailure) -> Bool
+    /// Writes copy number `copy` (from 0) of the sealed blob stored under `key` to the file at
+    /// `path` (replacing it) and returns true, or returns false when there is no such copy (yet).
+    /// A host may hold several copies (a folder: one per device that stored it, this device's
+    /// first); a caller that finds one damaged asks for the next.
+    func getBlob(key: BlobKey, to path: String, copy: Int) async throws(TransportFailure) -> Bool
+
+    /// This device's own blobs whose files changed at or after `since` (seconds since 1970;
+    /// nil: all of them), for the engine to check and write again if damaged. Only a host whose
+    /// blobs can vanish (`blobsCanVanish`) has any to give: a sync tool may cut such a file
+    /// short or replace it with a damaged copy without this device knowing.
+    func ownBlobsChanged(since: Int64?) async throws(TransportFailure) -> [BlobKey]
+
+    /// Writes this device's copy of blob `key` again from the file at `path`, replacing a
+    /// damaged one.
+    func replaceBlob(key: BlobKey, from path: String) async throws(TransportFailure)
 
     /// What the transport can tell about itself (reachable, writable, problems seen).
     func status() async -> TransportStatus
@@ -61,6 +73,14 @@ public protocol Transport: AnyObject, Sendable {
 }
 
 extension Transport {
+    /// The first copy of the blob stored under `key` (`getBlob(key:to:copy:)`).
+    public func getBlob(key: BlobKey, to path: String) async throws(TransportFailure) -> Bool {
+        try await getBlob(key: key, to: path, copy: 0)
+    }
+    public func ownBlobsChanged(since: Int64?) async throws(TransportFailure) -> [BlobKey] { [] }
+    public func replaceBlob(key: BlobKey, from path: String) async throws(TransportFailure) {
+        try await putBlob(key: key, from: path)
+    }
     public var pushesInFlight: Int { 1 }
     public var blobsCanVanish: Bool { false }
     public var batchLimit: SyncLimits.Batch { SyncLimits.standardBatch }

@@ -164,6 +164,72 @@ import Testing
         }, "\(b.logTail)")
     }
 
+    /// What a sync tool may do to a blob file: cut it short, or replace it with a copy altered
+    /// in place. The device that wrote it finds out at its next blob check (SyncNow here) and
+    /// writes it again, so a device that refused it gets the attachment; and a damaged copy does
+    /// not hide a good one another device stored. Before, the writer only checked that its file
+    /// existed, and readers tried one copy: both devices were left without the attachment.
+    @Test func aDamagedBlobIsWrittenAgainByItsDeviceAndAnotherCopyServesMeanwhile() async throws {
+        let dir = TempDir("folder-damaged-blob")
+        let aside = TempDir("folder-blob-aside")
+        let a = try SyncDevice("a")
+        let b = try SyncDevice("b", attachmentWaitSeconds: 1)
+        try a.start()
+        try b.start()
+        try await b.joinOwner(of: a)
+        try await a.addFolder(dir.path)
+        try await b.addFolder(dir.path)
+        func blobFiles() -> [String] { filesBelow(dir.path).filter { $0.contains("/blobs/") && !$0.contains("/.tmp") }.sorted() }
+        func attachment(_ device: SyncDevice, _ sha: String) async -> [UInt8]? {
+            guard case .inline(let bytes)? = (try? await device.client().getAttachment(sha256: sha))?.content else { return nil }
+            return bytes
+        }
+
+        // Cut short: b refuses it and applies the record without it; a writes it again.
+        let first = (0..<40_000).map { UInt8(truncatingIfNeeded: $0 * 7) }
+        try await b.client().setSyncPaused(true)
+        let one = try await a.client().putAttachment(data: first)
+        _ = try await a.client().put(entity: "doc", id: "d1", payload: [:], attachments: [one.sha256])
+        #expect(try await eventually(.seconds(30)) { try await a.client().outbox().isEmpty && blobFiles().count == 1 })
+        let cut = try #require(blobFiles().first)
+        #expect(truncate(cut, 1000) == 0)
+        try await b.client().setSyncPaused(false)
+        #expect(try await eventually(.seconds(30)) { try await b.records("doc")["d1"] != nil }, "\(b.logTail)")
+        #expect(await attachment(b, one.sha256) == nil)
+        try await a.client().syncNow()
+        #expect(try await eventually(.seconds(30)) { (try? FileManager.default.attributesOfItem(atPath: cut)[.size] as? Int) ?? 0 > 1000 })
+        #expect(a.logTail.contains("were damaged"), "\(a.logTail)")
+        try await b.client().syncNow()
+        #expect(try await eventually(.seconds(30)) { await attachment(b, one.sha256) == first }, "\(b.logTail)")
+
+        // Two copies, the first one read altered in place: a new device reads the other.
+        let second = Array(repeating: UInt8(ascii: "s"), count: 30_000)
+        let two = try await a.client().putAttachment(data: second)
+        _ = try await a.client().put(entity: "doc", id: "d2", payload: [:], attachments: [two.sha256])
+        #expect(try await eventually(.seconds(30)) { try await a.client().outbox().isEmpty && blobFiles().count == 2 })
+        let aCopy = try #require(Set(blobFiles()).subtracting([cut]).first)
+        try FileManager.default.moveItem(atPath: aCopy, toPath: aside.path + "/blob")
+        _ = try await b.client().putAttachment(data: second)
+        _ = try await b.client().put(entity: "doc", id: "d3", payload: [:], attachments: [two.sha256])
+        #expect(try await eventually(.seconds(30)) { try await b.client().outbox().isEmpty && blobFiles().count == 2 })
+        try FileManager.default.moveItem(atPath: aside.path + "/blob", toPath: aCopy)
+        let copies = blobFiles().filter { $0.hasSuffix((aCopy as NSString).lastPathComponent) }
+        #expect(copies.count == 2, "\(blobFiles())")
+        let damaged = try #require(copies.first)
+        let handle = try #require(FileHandle(forUpdatingAtPath: damaged))
+        try handle.seek(toOffset: 2000)
+        handle.write(Data([0xde, 0xad, 0xbe, 0xef]))
+        try handle.close()
+        try await a.client().setSyncPaused(true)
+        try await b.client().setSyncPaused(true)
+        let c = try SyncDevice("c", attachmentWaitSeconds: 1)
+        try c.start()
+        try await c.joinOwner(of: a)
+        try await c.addFolder(dir.path)
+        #expect(try await eventually(.seconds(30)) { await attachment(c, two.sha256) == second }, "\(c.logTail)")
+        #expect(c.logTail.contains("refused"), "the damaged copy was read first: \(c.logTail)")
+    }
+
     @Test func aStaleDeviceDoesNotBringADeletedRecordBackAndCatchesUp() async throws {
         let dir = TempDir("folder-stale")
         let devices = try await Self.devices(2, shared: dir.path)

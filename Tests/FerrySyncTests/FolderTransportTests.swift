@@ -494,6 +494,24 @@ import Testing
         #expect(try await r.getBlob(key: key, to: b.path + "/fetched"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: b.path + "/fetched")) == content)
         #expect(try await !r.getBlob(key: String(repeating: "1", count: 64), to: b.path + "/none"))
+        // The writer's own blobs changed since a moment; its copy written again.
+        #expect(try await t.ownBlobsChanged(since: nil) == [key])
+        let later = Int64(Date().timeIntervalSince1970) + 5
+        #expect(try await t.ownBlobsChanged(since: later).isEmpty)
+        let replacement = Data(repeating: 7, count: 100)
+        try replacement.write(to: URL(fileURLWithPath: source))
+        try await t.replaceBlob(key: key, from: source)
+        #expect(try await t.getBlob(key: key, to: a.path + "/again"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: a.path + "/again")) == replacement)
+        #expect(try await r.ownBlobsChanged(since: nil).isEmpty, "the reader stored no blob")
+        // The reader's copies: its own first (once it stores one), then the writer's.
+        try await r.putBlob(key: key, from: source)
+        try SyncTool.mirror(from: b.path, to: a.path)
+        #expect(try await r.getBlob(key: key, to: b.path + "/first", copy: 0))
+        #expect(try await r.getBlob(key: key, to: b.path + "/second", copy: 1))
+        #expect(try await !r.getBlob(key: key, to: b.path + "/third", copy: 2))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: b.path + "/first")) == replacement)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: b.path + "/second")) == content)
     }
 
     @Test mutating func aWaitingPullWakesOnANewFile() async throws {

@@ -147,8 +147,9 @@ final class MemoryTransport: Transport {
         return log.state.withLock { !$0.blobsHidden && $0.blobs[key] != nil }
     }
 
-    func getBlob(key: BlobKey, to path: String) async throws(TransportFailure) -> Bool {
+    func getBlob(key: BlobKey, to path: String, copy: Int) async throws(TransportFailure) -> Bool {
         try check()
+        guard copy == 0 else { return false }
         guard let bytes = log.state.withLock({ $0.blobsHidden ? nil : $0.blobs[key] }) else { return false }
         return FileManager.default.createFile(atPath: path, contents: Data(bytes))
     }

@@ -483,11 +483,17 @@ final class TransportRunner: Sendable {
     }
 
     /// Seals attachment `sha` (its bytes at `path`) and puts the blob under `key`.
-    private func upload(_ sha: String, from path: String, key: BlobKey) async throws(SyncFailure) {
+    private func upload(_ sha: String, from path: String, key: BlobKey, replacing: Bool = false) async throws(SyncFailure) {
         let sealed = scratchPath("up")
         defer { unlink(sealed) }
         do { try blobs.seal(file: path, to: sealed) } catch { throw .local("sealing attachment \(sha.prefix(12)): \(error)") }
-        do { try await transport.putBlob(key: key, from: sealed) } catch { throw .transport(error) }
+        do {
+            if replacing {
+                try await transport.replaceBlob(key: key, from: sealed)
+            } else {
+                try await transport.putBlob(key: key, from: sealed)
+            }
+        } catch { throw .transport(error) }
         uploadedBlobs.withLock { _ = $0.insert(key) }
     }
 
@@ -516,7 +522,22 @@ final class TransportRunner: Sendable {
         let store = self.store, space = self.space, name = info.name
         var after: Int64 = 0
         var putBack = 0
+        var repaired = 0
         var checked = Set<String>()
+        // This device's blob files that changed since the last check that finished (all of
+        // them the first time): each is read back and written again if it does not open.
+        let progressKey = "blobs-checked:" + name
+        let started = Int64(Date().timeIntervalSince1970) - 2
+        let changed: Set<BlobKey>
+        do {
+            let since = try await local("reading progress") { () throws(FerryError) in
+                try store.progress(space: space, key: progressKey).flatMap { Int64($0) }
+            }
+            changed = Set(try await transport.ownBlobsChanged(since: since))
+        } catch {
+            log(.debug, "\(info.name): cannot check attachment blobs: \(error)", fields)
+            return
+        }
         while !Task.isCancelled && !isPaused() {
             let page: (shas: [String], last: Int64?)
             do {
@@ -534,7 +555,13 @@ final class TransportRunner: Sendable {
                 guard let path = store.attachmentPath(sha) else { continue }
                 let key = keys.blobKey(sha256: sha)
                 do {
-                    if try await transport.hasBlob(key: key) { continue }
+                    if try await transport.hasBlob(key: key) {
+                        if changed.contains(key), try await !ownBlobOpens(sha, key: key) {
+                            try await upload(sha, from: path, key: key, replacing: true)
+                            repaired += 1
+                        }
+                        continue
+                    }
                     try await upload(sha, from: path, key: key)
                     putBack += 1
                 } catch {
@@ -543,9 +570,34 @@ final class TransportRunner: Sendable {
                 }
             }
         }
+        if Task.isCancelled || isPaused() { return }
         if putBack > 0 {
             log(.warning, "\(info.name): \(putBack) attachment file(s) of this device were gone from the transport "
                 + "(deleted by a user or the sync tool); they were written again", fields)
+        }
+        if repaired > 0 {
+            log(.warning, "\(info.name): \(repaired) attachment file(s) of this device were damaged on the transport "
+                + "(cut short or altered by the sync tool); they were written again", fields)
+        }
+        _ = try? await local("saving progress") { () throws(FerryError) in
+            try store.setProgress(space: space, key: progressKey, value: String(started))
+        }
+    }
+
+    /// Whether this device's own copy of blob `key` (the transport's first copy) opens to
+    /// attachment `sha`; true when it has none (another device's copy serves).
+    private func ownBlobOpens(_ sha: String, key: BlobKey) async throws(SyncFailure) -> Bool {
+        let sealed = scratchPath("check")
+        let plain = scratchPath("plain")
+        defer { unlink(sealed); unlink(plain) }
+        let found: Bool
+        do { found = try await transport.getBlob(key: key, to: sealed, copy: 0) } catch { throw .transport(error) }
+        guard found else { return true }
+        do {
+            try blobs.open(file: sealed, to: plain, expectedSHA256: sha, maxBytes: Int64(store.configuration.maxAttachmentBytes))
+            return true
+        } catch {
+            return false
         }
     }
 
@@ -828,6 +880,9 @@ final class TransportRunner: Sendable {
     }
 
     /// What became of one attempt to fetch an attachment.
+    /// The most copies of one blob tried (a folder holds one per device that stored it).
+    static let maxBlobCopies = 64
+
     private enum Fetched {
         /// Fetched, verified and stored: the attachment is present.
         case stored
@@ -845,17 +900,27 @@ final class TransportRunner: Sendable {
         let sealed = scratchPath("down")
         let plain = scratchPath("plain")
         defer { unlink(sealed); unlink(plain) }
-        let found: Bool
-        do { found = try await transport.getBlob(key: key, to: sealed) } catch { throw .transport(error) }
-        if !found { return .notThere }
-        do {
-            try blobs.open(file: sealed, to: plain, expectedSHA256: sha, maxBytes: Int64(store.configuration.maxAttachmentBytes))
-        } catch {
-            let why = "attachment \(sha.prefix(12))… of \(owner): \(error)"
-            log(.warning, "\(info.name) delivered a blob that was refused: \(why)", fields)
-            healthState.withLock { $0.refused += 1; $0.lastRefusal = why }
-            return .refused
+        // A damaged copy (cut short or altered by a sync tool) does not hide a good one that
+        // another device stored.
+        var opened = false
+        for copy in 0..<Self.maxBlobCopies {
+            let found: Bool
+            do { found = try await transport.getBlob(key: key, to: sealed, copy: copy) } catch { throw .transport(error) }
+            if !found {
+                if copy == 0 { return .notThere }
+                break
+            }
+            do {
+                try blobs.open(file: sealed, to: plain, expectedSHA256: sha, maxBytes: Int64(store.configuration.maxAttachmentBytes))
+                opened = true
+                break
+            } catch {
+                let why = "attachment \(sha.prefix(12))… of \(owner): \(error)"
+                log(.warning, "\(info.name) delivered a blob that was refused: \(why)", fields)
+                healthState.withLock { $0.refused += 1; $0.lastRefusal = why }
+            }
         }
+        guard opened else { return .refused }
         let store = self.store
         _ = try await local("storing attachment \(sha.prefix(12))") { () throws(FerryError) in
             try store.putAttachment(fromFile: plain, expectedSHA256: sha)

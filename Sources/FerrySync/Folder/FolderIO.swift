@@ -14,6 +14,18 @@ enum FolderIO {
         return (type == S_IFDIR, type == S_IFREG, Int(st.st_size), UInt64(st.st_dev), UInt64(st.st_ino))
     }
 
+    /// When `path`'s inode last changed (its status change time, which nothing but a change
+    /// sets: new contents, a rename into place, a truncation), in seconds since 1970; nil when it
+    /// does not exist.
+    static func changed(_ path: String) throws(FolderIOError) -> Int64? {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            if errno == ENOENT || errno == ENOTDIR { return nil }
+            throw FolderIOError(call: "stat", path: path, code: errno)
+        }
+        return Int64(st.st_ctim.tv_sec)
+    }
+
     /// Creates the directory `path` (not its parents); an existing directory is fine.
     static func makeDirectory(_ path: String) throws(FolderIOError) {
         if mkdir(path, 0o755) == 0 || errno == EEXIST { return }

@@ -11,13 +11,13 @@ extension FolderTransport {
         try await Blocking.run { () throws(TransportFailure) in try self.putBlobNow(key: key, from: source) }
     }
 
-    private func putBlobNow(key: BlobKey, from source: String) throws(TransportFailure) {
+    private func putBlobNow(key: BlobKey, from source: String, replacing: Bool = false) throws(TransportFailure) {
         try writer.withLock { (_: inout Writer) throws(TransportFailure) in
             try makeOwnDirectory()
             let dir = ownDirectory + "/blobs"
             do throws(FolderIOError) {
                 try FolderIO.makeDirectory(dir)
-                if let existing = try FolderIO.kind(of: dir + "/" + key), existing.isRegular { return }
+                if !replacing, let existing = try FolderIO.kind(of: dir + "/" + key), existing.isRegular { return }
             } catch {
                 throw unavailable(error)
             }
@@ -40,15 +40,42 @@ extension FolderTransport {
         return try findBlob(key) != nil
     }
 
-    /// Copies the blob `key` from the first device that holds it to `destination` (through a
-    /// temporary file beside it, renamed over it); false when no device holds it yet.
-    public func getBlob(key: BlobKey, to destination: String) async throws(TransportFailure) -> Bool {
+    /// Copies copy number `copy` of the blob `key` to `destination` (through a temporary file
+    /// beside it, renamed over it): this device's copy first, then the other devices' in the
+    /// order of their names; false when there is no such copy.
+    public func getBlob(key: BlobKey, to destination: String, copy: Int) async throws(TransportFailure) -> Bool {
         try validate(key)
-        return try await Blocking.run { () throws(TransportFailure) in try self.getBlobNow(key: key, to: destination) }
+        return try await Blocking.run { () throws(TransportFailure) in try self.getBlobNow(key: key, to: destination, copy: copy) }
     }
 
-    private func getBlobNow(key: BlobKey, to destination: String) throws(TransportFailure) -> Bool {
-        guard let found = try findBlob(key) else { return false }
+    /// This device's blobs whose files changed at or after `since` (all when nil): cut short,
+    /// replaced or altered by the sync tool, or written by this device since then.
+    public func ownBlobsChanged(since: Int64?) async throws(TransportFailure) -> [BlobKey] {
+        try await Blocking.run { () throws(TransportFailure) in
+            let dir = self.ownDirectory + "/blobs"
+            do throws(FolderIOError) {
+                guard try FolderIO.kind(of: dir)?.isDirectory == true else { return [] }
+                var changed: [BlobKey] = []
+                for name in try FolderIO.list(dir, limit: Self.maxDirectoryEntries) where FolderFileName.isValidBlobKey(name) {
+                    guard let at = try FolderIO.changed(dir + "/" + name) else { continue }
+                    if since.map({ at >= $0 }) ?? true { changed.append(name) }
+                }
+                return changed
+            } catch {
+                throw self.unavailable(error)
+            }
+        }
+    }
+
+    /// Writes this device's copy of `key` again from `source` (temporary name, fsync, rename over
+    /// the damaged one).
+    public func replaceBlob(key: BlobKey, from source: String) async throws(TransportFailure) {
+        try validate(key)
+        try await Blocking.run { () throws(TransportFailure) in try self.putBlobNow(key: key, from: source, replacing: true) }
+    }
+
+    private func getBlobNow(key: BlobKey, to destination: String, copy: Int) throws(TransportFailure) -> Bool {
+        guard copy >= 0, let found = try findBlob(key, copy: copy) else { return false }
         let slash = destination.lastIndex(of: "/")
         let dir = slash.map { String(destination[..<$0]) } ?? "."
         let file = slash.map { String(destination[destination.index(after: $0)...]) } ?? destination
@@ -68,17 +95,26 @@ extension FolderTransport {
         }
     }
 
-    /// The path of `key` in this device's `blobs/` or else another's, or nil.
-    private func findBlob(_ key: BlobKey) throws(TransportFailure) -> String? {
+    /// The path of copy number `copy` of `key`: this device's `blobs/` first, then the other
+    /// devices' in the order of their names; nil when there are fewer copies.
+    private func findBlob(_ key: BlobKey, copy: Int = 0) throws(TransportFailure) -> String? {
         try checkFolder()
+        var skip = copy
         do throws(FolderIOError) {
             let own = ownDirectory + "/blobs/" + key
             // Only a regular file is a blob: anything else under its name is not there.
-            if let k = try FolderIO.kind(of: own), k.isRegular { return own }
+            if let k = try FolderIO.kind(of: own), k.isRegular {
+                if skip == 0 { return own }
+                skip -= 1
+            }
             guard try FolderIO.kind(of: ownerDirectory) != nil else { return nil }
-            for name in try FolderIO.list(ownerDirectory, limit: Self.maxDirectoryEntries).sorted() where FolderFileName.device(name) != nil {
+            for name in try FolderIO.list(ownerDirectory, limit: Self.maxDirectoryEntries).sorted()
+            where FolderFileName.device(name) != nil && name != device.description {
                 let candidate = ownerDirectory + "/" + name + "/blobs/" + key
-                if let k = try FolderIO.kind(of: candidate), k.isRegular { return candidate }
+                if let k = try FolderIO.kind(of: candidate), k.isRegular {
+                    if skip == 0 { return candidate }
+                    skip -= 1
+                }
             }
             return nil
         } catch {

@@ -194,8 +194,10 @@ public final class RelayTransport: Transport {
         return reply.status == 200
     }
 
-    public func getBlob(key: BlobKey, to path: String) async throws(TransportFailure) -> Bool {
+    /// The relay holds one copy of a blob.
+    public func getBlob(key: BlobKey, to path: String, copy: Int) async throws(TransportFailure) -> Bool {
         try Self.check(key)
+        guard copy == 0 else { return false }
         let request = http.request("GET", ownerPath + "/blobs/" + key)
         let downloaded = URL(fileURLWithPath: path + ".download")
         let result: URLResponse

@@ -145,7 +145,8 @@ public enum Daemon {
             try service.register(StoreInterface.definition, methods: StoreAPI(store: store, hub: hub, feed: feed, logger: logger).methods)
             try service.register(EngineInterface.definition,
                                  methods: EngineAPI(store: store, engine: engine, sync: sync, startedAt: started,
-                                                    configPath: configPath, logger: logger).methods)
+                                                    configPath: configPath, stateDirectory: config.stateDirectory,
+                                                    socketPath: config.socketPath, logger: logger).methods)
         } catch {
             logger.error("internal error: the API definition does not load: \(error)")
             return 1

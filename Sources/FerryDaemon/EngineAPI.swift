@@ -14,6 +14,9 @@ struct EngineAPI: Sendable {
     let startedAt: Int64
     /// The config file whose `[Transport NAME]` sections declare transports, for messages.
     let configPath: String
+    /// ferryd's state directory and socket, which an export may not replace.
+    let stateDirectory: String
+    let socketPath: String
     let logger: Logger
 
     var methods: [String: VarlinkMethod] {
@@ -449,6 +452,9 @@ struct EngineAPI: Sendable {
 
     func export(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
         let path = try absolutePath(p)
+        if let problem = Self.exportTargetProblem(path, stateDirectory: stateDirectory, socketPath: socketPath) {
+            throw ErrorMapping.invalidArgument("path", problem, interface: EngineInterface.name)
+        }
         let exporter = BundleExporter(store: store, keyring: sync.keyring)
         let summary: BundleExporter.Summary
         do { summary = try await Blocking.run { () throws(BundleError) in try exporter.export(to: path) } } catch {
@@ -471,6 +477,37 @@ struct EngineAPI: Sendable {
     }
 
     // MARK: Helpers
+
+    /// Why an export may not be written at `path`, or nil: the bundle replaces what is there,
+    /// so a path in ferryd's state directory (its database, keys, attachments) or its socket
+    /// would destroy the store or lock every client out. Symlinks in the path's directories are
+    /// followed; the last component is replaced, not followed.
+    static func exportTargetProblem(_ path: String, stateDirectory: String, socketPath: String) -> String? {
+        func resolved(_ path: String) -> String? {
+            let url = URL(fileURLWithPath: path)
+            let name = url.lastPathComponent
+            guard name != ".", name != "..", !name.isEmpty else { return nil }
+            guard let parent = realpath(url.deletingLastPathComponent().path, nil) else { return path }
+            defer { free(parent) }
+            let dir = String(cString: parent)
+            return (dir == "/" ? "" : dir) + "/" + name
+        }
+        guard let target = resolved(path) else { return "\(path) is not a file path; pass a file name to write the bundle to" }
+        let state: String
+        if let real = realpath(stateDirectory, nil) {
+            state = String(cString: real)
+            free(real)
+        } else {
+            state = stateDirectory
+        }
+        if target == state || target.hasPrefix(state == "/" ? "/" : state + "/") {
+            return "\(path) is in ferryd's state directory \(state), which holds the store the bundle is made from; write it elsewhere"
+        }
+        if let socket = resolved(socketPath), target == socket {
+            return "\(path) is ferryd's socket; write the bundle elsewhere"
+        }
+        return nil
+    }
 
     private func absolutePath(_ p: [String: JSONValue]) throws(VarlinkError) -> String {
         let path = p["path"]?.stringValue ?? ""

@@ -406,6 +406,8 @@ struct StoreAPI: Sendable {
             guard st.st_mode & S_IFMT == S_IFREG else {
                 throw ErrorMapping.invalidArgument("path", "\(path) is not a regular file; pass a file")
             }
+            let limit = store.configuration.maxAttachmentBytes
+            if Int(st.st_size) > limit { throw ErrorMapping.varlink(.attachmentTooLarge(size: Int(st.st_size), limit: limit)) }
             guard access(path, R_OK) == 0 else {
                 throw ErrorMapping.invalidArgument("path", "ferryd cannot read \(path): \(String(cString: strerror(errno))); "
                     + "make it readable by ferryd's user, or send the bytes as data")

@@ -48,9 +48,18 @@ enum AttachmentFiles {
 
     /// Copies the file at `source` in, hashing while streaming (bounded memory).
     static func copy(from source: String, expected: String?, maxBytes: Int, root: String) throws(FerryError) -> (sha: String, size: Int) {
-        let input = open(source, O_RDONLY | O_CLOEXEC)
+        // Not blocking in open: a FIFO put in place of the file (after the caller looked at it)
+        // must not hold a thread until someone writes to it. Only a regular file is read.
+        let input = open(source, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard input >= 0 else { throw ioError("opening \(source)") }
         defer { close(input) }
+        var st = stat()
+        guard fstat(input, &st) == 0 else { throw ioError("reading \(source)") }
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            throw .storage(context: "opening \(source)", message: "it is not a regular file")
+        }
+        if Int(st.st_size) > maxBytes { throw .attachmentTooLarge(size: Int(st.st_size), limit: maxBytes) }
+        _ = fcntl(input, F_SETFL, fcntl(input, F_GETFL) & ~O_NONBLOCK)
         let tmp = root + "/tmp/" + UUID().uuidString
         let output = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o400)
         guard output >= 0 else { throw ioError("creating \(tmp)") }

@@ -232,6 +232,66 @@ import FerryVarlink
         daemon.stop()
     }
 
+    /// Paths a client names that would harm ferryd: an export over its own database or socket
+    /// is refused and changes nothing (before, it replaced ferry.db with the bundle: every
+    /// record and the owner keys were gone at the next start); an import from a FIFO, or one
+    /// put in place of a file, is refused at once instead of holding a thread until someone
+    /// writes to it (300 of them stopped Status, the watchdog and shutdown); a file over the
+    /// attachment limit is refused with its size before any of it is read.
+    @Test func pathsThatWouldHarmFerrydAreRefused() async throws {
+        let daemon = try DaemonHarness(config: "[Store]\nDurability=normal\nMaxAttachmentBytes=1048576\n", name: "harmful-paths")
+        try daemon.start()
+        let client = try daemon.client()
+        defer { client.close() }
+        _ = try await client.call("io.ferry.Store.Put", ["entity": "note", "id": "kept", "payload": ["v": 1]])
+        let database = daemon.stateDirectory + "/ferry.db"
+        let before = try Data(contentsOf: URL(fileURLWithPath: database)).prefix(16)
+        try FileManager.default.createSymbolicLink(atPath: daemon.root + "/to-state", withDestinationPath: daemon.stateDirectory)
+        for target in [database, daemon.stateDirectory + "/new.bundle", daemon.root + "/to-state/ferry.db", daemon.socketPath,
+                       daemon.stateDirectory + "/.."] {
+            let socket = try RawSocket(path: daemon.socketPath)
+            let reply = Self.roundTrip(socket, "io.ferry.Engine.Export", #"{"path":"\#(target)"}"#)
+            #expect(reply.contains("InvalidArgument"), "\(target): \(reply.prefix(300))")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: database)).prefix(16) == before)
+        #expect(!FileManager.default.fileExists(atPath: daemon.stateDirectory + "/new.bundle"))
+        #expect(FileManager.default.fileExists(atPath: daemon.socketPath))
+        let exported = try await client.call("io.ferry.Engine.Export", ["path": .string(daemon.root + "/ok.bundle")])
+        #expect(exported["records"]?.intValue == 1)
+
+        let fifo = daemon.root + "/fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        var sockets: [RawSocket] = []
+        for _ in 0..<20 {
+            let socket = try RawSocket(path: daemon.socketPath)
+            #expect(socket.send(Self.call("io.ferry.Engine.Import", #"{"path":"\#(fifo)"}"#)))
+            sockets.append(socket)
+        }
+        for socket in sockets {
+            let reply = socket.receive() ?? "closed"
+            #expect(reply.contains("not a regular file"), "\(reply.prefix(300))")
+        }
+        let status = try await client.call("io.ferry.Engine.Status", [:])
+        #expect(status["node"] != nil)
+
+        let big = daemon.root + "/big"
+        #expect(FileManager.default.createFile(atPath: big, contents: nil))
+        #expect(truncate(big, 5 << 30) == 0)
+        let started = ContinuousClock.now
+        let socket = try RawSocket(path: daemon.socketPath)
+        let reply = Self.roundTrip(socket, "io.ferry.Store.PutAttachment", #"{"path":"\#(big)"}"#)
+        #expect(reply.contains("AttachmentTooLarge") && reply.contains("\(5 << 30)"), "\(reply.prefix(300))")
+        #expect(ContinuousClock.now - started < .seconds(2), "the file was read before it was refused")
+        try await assertServing(daemon, "after harmful paths")
+        daemon.stop()
+        // The store opens again with what it had.
+        try daemon.start()
+        let again = try daemon.client()
+        defer { again.close() }
+        #expect(try await again.call("io.ferry.Store.Get", ["entity": "note", "id": "kept"])["record"] != nil)
+        daemon.stop()
+    }
+
     /// 1,000 connections at once, each making a call. The connections are held by a child
     /// process so that this test process never holds thousands of descriptors (Foundation's
     /// Process.run misbehaves then, and other suites start processes concurrently).

@@ -144,9 +144,15 @@ public struct BundleImporter: Sendable {
     /// frame taken out (its neighbours' checksums are whole) is found too. Reads in bounded
     /// pieces.
     private func walk(_ path: String, _ body: (ArraySlice<UInt8>) throws(BundleError) -> Void) throws(BundleError) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // Not blocking in open (a FIFO would hold this thread until someone writes to it); only a
+        // regular file is read.
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw .io(path: path, operation: "open", errno: errno) }
         defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw .io(path: path, operation: "stat", errno: errno) }
+        guard st.st_mode & S_IFMT == S_IFREG else { throw .notABundle(path: path, reason: "it is not a regular file") }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         var buffer: [UInt8] = []
         var eof = false
         func fill(_ wanted: Int) throws(BundleError) {

@@ -26,6 +26,10 @@ final class ServerConnection: EventLoopHandler {
     let output: ConnectionOutputState
     private var framer: VarlinkFramer
     private var outgoing = ByteQueue()
+    /// When the client last took reply bytes (or had none waiting): a connection over its fair
+    /// share of the server's budget that has not read for a while is the first to go when the
+    /// budget is exceeded (`dropIfNotReading`).
+    private(set) var lastRead = ContinuousClock.now
     private var activeCall: (id: UInt64, task: Task<Void, Never>?, isOneway: Locked<Bool>)?
     private var nextCallID: UInt64 = 1
     private var readClosed = false
@@ -301,6 +305,19 @@ final class ServerConnection: EventLoopHandler {
         switch outcome {
         case let .finished(finalReply):
             if let finalReply { enqueueFinal(finalReply) }
+            if finalReply != nil, core.budget.isExceeded {
+                flush()
+                if closed { return }
+                // Replies nobody reads are what holds the server's memory: the connections
+                // sitting on them go first; this one goes too if that is not enough and it
+                // holds more than its share (so the total stays within the cap plus one reply).
+                core.dropConnectionsNotReading(besides: id)
+                if core.budget.isExceeded, output.queuedBytes > core.budget.fairShare {
+                    core.log(.unreadRepliesDropped(peer: peer, held: output.queuedBytes, budget: core.budget.limit, stalled: .zero))
+                    close()
+                    return
+                }
+            }
         case let .protocolViolation(reason):
             core.log(.protocolViolation(peer: peer, reason: reason))
             closeAfterAnswers()
@@ -330,11 +347,24 @@ final class ServerConnection: EventLoopHandler {
         outgoing.append(bytes)
     }
 
+    /// Closes this connection when it holds more than its fair share of the server's budget in
+    /// replies and has not read any for `notReadingFor`; true when it did.
+    func dropIfNotReading(_ notReadingFor: Duration, now: ContinuousClock.Instant) -> Bool {
+        guard !closed, !outgoing.isEmpty, output.queuedBytes > core.budget.fairShare, now - lastRead >= notReadingFor else { return false }
+        core.log(.unreadRepliesDropped(peer: peer, held: output.queuedBytes, budget: core.budget.limit, stalled: now - lastRead))
+        close()
+        return true
+    }
+
     private func flush() {
+        if outgoing.isEmpty { lastRead = .now }
         if !outgoing.isEmpty && !peerGone {
             do {
                 let written = try outgoing.write(to: fd)
-                if written > 0 { output.didWrite(written) }
+                if written > 0 {
+                    output.didWrite(written)
+                    lastRead = .now
+                }
             } catch {
                 if error.errno != EPIPE && error.errno != ECONNRESET { core.log(.systemCallFailed(error)) }
                 hangUp()

@@ -164,6 +164,23 @@ final class ServerCore: @unchecked Sendable, EventLoopHandler {
         connections[connectionID]?.deliverStreamed(callID: callID, bytes: bytes)
     }
 
+    /// How long a connection holding replies it does not read keeps them once all connections
+    /// together reached the cap.
+    static let notReadingGrace = Duration.seconds(2)
+
+    /// The budget is exceeded: closes the connections (other than `besides`) that hold more
+    /// than their fair share of replies they have not read for `notReadingGrace`, the longest
+    /// silent first, until the budget is no longer exceeded.
+    func dropConnectionsNotReading(besides: UInt64) {
+        let now = ContinuousClock.now
+        let candidates = connections.values.filter { $0.id != besides && now - $0.lastRead >= Self.notReadingGrace }
+            .sorted { $0.lastRead < $1.lastRead }
+        for connection in candidates {
+            guard budget.isExceeded else { return }
+            _ = connection.dropIfNotReading(Self.notReadingGrace, now: now)
+        }
+    }
+
     func closeLater(connectionID: UInt64, after delay: Duration) {
         Task { [self] in
             try? await Task.sleep(for: delay)

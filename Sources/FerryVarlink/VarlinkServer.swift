@@ -151,6 +151,13 @@ public actor VarlinkServer {
         await stop(gracePeriod: gracePeriod)
     }
 
+    /// The bytes all connections hold now: calls read but not yet handled, and replies not yet
+    /// read by their clients (0 when not running).
+    public func bufferedBytes() async -> Int {
+        guard case let .running(core) = state else { return 0 }
+        return core.budget.total
+    }
+
     /// The number of open connections (0 when not running).
     public func connectionCount() async -> Int {
         guard case let .running(core) = state else { return 0 }

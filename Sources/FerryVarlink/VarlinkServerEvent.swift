@@ -18,6 +18,9 @@ public enum VarlinkServerEvent: Sendable, CustomStringConvertible {
     /// All connections together held `maxBufferedBytes`; this one, holding `held` bytes of
     /// calls not yet handled, was closed when it sent more.
     case bufferBudgetExceeded(peer: PeerCredentials?, held: Int, budget: Int)
+    /// All connections together held `maxBufferedBytes`; this one, holding `held` bytes of
+    /// replies it did not read (for `stalled` at least), was closed.
+    case unreadRepliesDropped(peer: PeerCredentials?, held: Int, budget: Int, stalled: Duration)
     /// A client stopped in the middle of a message for longer than the timeout; its
     /// connection was closed.
     case incompleteMessageTimedOut(peer: PeerCredentials?, held: Int, timeout: Duration)
@@ -34,6 +37,9 @@ public enum VarlinkServerEvent: Sendable, CustomStringConvertible {
         case let .bufferBudgetExceeded(peer, held, budget):
             return "closed connection of \(peer.map(String.init(describing:)) ?? "unknown peer") holding \(held) bytes of "
                 + "unhandled calls: all connections together reached the cap of \(budget) bytes"
+        case let .unreadRepliesDropped(peer, held, budget, stalled):
+            return "closed connection of \(peer.map(String.init(describing:)) ?? "unknown peer") holding \(held) bytes of "
+                + "replies it has not read for \(stalled): all connections together reached the cap of \(budget) bytes"
         case let .incompleteMessageTimedOut(peer, held, timeout):
             return "closed connection of \(peer.map(String.init(describing:)) ?? "unknown peer"): it sent \(held) bytes of a "
                 + "message and nothing more for \(timeout)"

@@ -378,6 +378,37 @@ import Testing
         }
     }
 
+    /// Replies nobody reads count against the budget too. Past it, the connections holding
+    /// more than their fair share of replies they have not read for a while go first (logged),
+    /// then the one whose reply would keep the total over the cap: the total stays within the
+    /// cap plus one reply, and a client that reads is served. Before, every connection could
+    /// always queue one whole reply, whatever the total (300 unread 8 MiB lists held 2.4 GiB).
+    @Test func unreadRepliesStayWithinTheBufferBudget() async throws {
+        var configuration = VarlinkServerConfiguration()
+        configuration.maxBufferedBytes = 4 << 20
+        configuration.fairShareBytes = 64 << 10
+        try await withTestServer(configuration: configuration) { server in
+            var silent: [RawConnection] = []
+            for i in 0..<12 {
+                let raw = try server.raw()
+                await raw.sendCall(.test("Objects", ["count": 30_000]))   // about 1 MiB of reply
+                silent.append(raw)
+                // The first four have not read for longer than the grace when the rest come.
+                if i == 3 { try await Task.sleep(for: .milliseconds(2300)) }
+            }
+            let dropped = await server.recorder.waitFor { $0.contains("replies it has not read") }
+            let logged = await server.recorder.entries
+            let heldNow = await server.server.bufferedBytes()
+            #expect(dropped != nil, "\(logged) held \(heldNow)")
+            let client = try server.client()
+            #expect(try await client.call("org.ferry.test.Add", ["a": 1, "b": 1]) == ["sum": 2])
+            let held = await server.server.bufferedBytes()
+            #expect(held <= (4 << 20) + (1 << 20) + (64 << 10), "\(held) bytes held")
+            #expect(await silent[0].read() == .endOfFile, "the longest silent goes first")
+            _ = silent
+        }
+    }
+
     @Test func garbageClosesOnlyThatConnection() async throws {
         try await withTestServer { server in
             let client = try server.client()

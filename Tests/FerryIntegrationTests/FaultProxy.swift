@@ -18,6 +18,12 @@ final class FaultProxy: @unchecked Sendable {
         case dropRequest(afterBytes: Int)
         /// Close a connection once it carried this many bytes of responses.
         case dropResponse(afterBytes: Int)
+        /// The same, only on connections whose first request is a blob's (a path with
+        /// `/blobs/`), and abortively (the client gets a reset, as from a proxy or NAT box
+        /// that drops the connection); the others pass.
+        case dropBlobResponse(afterBytes: Int)
+        /// Reset a connection (no orderly end) once it carried this many bytes of requests.
+        case resetRequest(afterBytes: Int)
         /// Hold each chunk, both ways, this long before forwarding it.
         case delay(milliseconds: Int)
         /// Forward requests at this many bytes a second (responses pass): a slow uplink, whose
@@ -121,10 +127,26 @@ final class FaultProxy: @unchecked Sendable {
         let upstream: Int32
         private let lock = NSLock()
         private var finished = 0
+        private var blob = false
         init(client: Int32, upstream: Int32) { self.client = client; self.upstream = upstream }
+
+        /// Whether the connection's first request is a blob's (set before that request is passed on).
+        var isBlob: Bool {
+            get { lock.withLock { blob } }
+            set { lock.withLock { blob = newValue } }
+        }
 
         func cut() {
             shutdown(client, Int32(SHUT_RDWR))
+            shutdown(upstream, Int32(SHUT_RDWR))
+        }
+
+        /// Ends the connection with a reset to the client: no FIN goes out (reading is shut
+        /// locally to wake the pump), and the close with a zero linger sends RST.
+        func reset() {
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(client, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+            shutdown(client, Int32(SHUT_RD))
             shutdown(upstream, Int32(SHUT_RDWR))
         }
 
@@ -149,18 +171,25 @@ final class FaultProxy: @unchecked Sendable {
                 return
             }
             var chunk = Array(buffer[0..<n])
+            if request && carried == 0, let line = String(decoding: chunk.prefix(512), as: UTF8.self).split(separator: "\r\n").first {
+                link.isBlob = line.contains("/blobs/")
+            }
             let current = lock.withLock { () -> Mode in
                 if request, captured + n <= Self.captureLimit { captures[capture] += chunk; captured += n }
                 return mode
             }
             var cutAfter = false
+            var abortive = false
             switch current {
             case .pass: break
             case .delay(let ms): usleep(useconds_t(ms * 1000))
-            case .dropRequest(let limit) where request, .dropResponse(let limit) where !request:
+            case .dropRequest(let limit) where request, .dropResponse(let limit) where !request,
+                 .dropBlobResponse(let limit) where !request && link.isBlob, .resetRequest(let limit) where request:
                 if carried + chunk.count >= limit {
                     chunk = Array(chunk.prefix(max(0, limit - carried)))
                     cutAfter = true
+                    if case .dropBlobResponse = current { abortive = true }
+                    if case .resetRequest = current { abortive = true }
                 }
             default: break
             }
@@ -180,7 +209,7 @@ final class FaultProxy: @unchecked Sendable {
             if !sendAll(to, chunk) { link.cut(); return }
             if cutAfter {
                 lock.withLock { cutCount += 1 }
-                link.cut()
+                if abortive { link.reset() } else { link.cut() }
                 return
             }
         }

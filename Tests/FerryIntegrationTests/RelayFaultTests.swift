@@ -162,6 +162,62 @@ import Testing
         faults.set(.pass)
     }
 
+    /// A blob upload cut mid-body, and a blob download cut inside the response's head, fail
+    /// and are retried: neither daemon ends (URLSession's file transfers trapped on both: an
+    /// outside check saw ferryd die every time, and crash-loop while the link stayed bad), no
+    /// temporary file is left, and the attachment arrives once the link is good.
+    @Test func blobTransfersCutMidwayEndNeitherDaemon() async throws {
+        var proxy: FaultProxy?
+        let (relay, a, b, _, _) = try await Self.setUp { relay in
+            let p = try FaultProxy(upstreamPort: relay.port)
+            proxy = p
+            return p.url
+        }
+        let faults = try #require(proxy)
+        defer { faults.stop() }
+        #expect(RelayHarness.healthy(port: relay.port))
+        let bytes = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        let attachment = try await a.client().putAttachment(data: bytes)
+        try await b.client().setSyncPaused(true)
+
+        _ = try await a.client().put(entity: "note", id: "with-blob", payload: ["v": 1], attachments: [attachment.sha256])
+        for cut in [20_000, 300_000, 1_000_000] {
+            let cutsBefore = faults.cuts
+            faults.set(.resetRequest(afterBytes: cut))
+            try await a.client().syncNow()
+            #expect(try await eventually(.seconds(30)) { faults.cuts > cutsBefore }, "\(a.logTail)")
+            try await Task.sleep(for: .seconds(1))
+            #expect(a.harness.isRunning, "cut at \(cut): \(a.logTail)")
+        }
+
+        faults.set(.pass)
+        try await a.client().syncNow()
+        #expect(try await eventually(.seconds(60)) { try await a.client().outbox().isEmpty }, "\(a.logTail)")
+        for cut in [60, 100, 3000] {
+            let cutsBefore = faults.cuts
+            faults.set(.dropBlobResponse(afterBytes: cut))
+            try await b.client().setSyncPaused(false)
+            try await b.client().syncNow()
+            #expect(try await eventually(.seconds(30)) { faults.cuts > cutsBefore }, "no blob download was cut at \(cut)")
+            try await Task.sleep(for: .seconds(1))
+            #expect(b.harness.isRunning, "cut at \(cut): \(b.logTail)")
+        }
+        faults.set(.pass)
+        try await b.client().syncNow()
+        #expect(try await eventually(.seconds(60)) {
+            guard let fetched = try? await b.client().getAttachment(sha256: attachment.sha256) else { return false }
+            switch fetched.content {
+            case .inline(let got): return got == bytes
+            case .file(let path): return FileManager.default.contents(atPath: path) == Data(bytes)
+            }
+        }, "\(b.logTail)")
+        #expect(a.harness.isRunning && b.harness.isRunning && RelayHarness.healthy(port: relay.port))
+        for device in [a, b] {
+            let left = filesBelow(device.harness.stateDirectory + "/tmp")
+            #expect(left.isEmpty, "\(left)")
+        }
+    }
+
     /// The relay restored from an older backup (the tester's report): the devices' cursors are
     /// beyond everything it holds, and what A pushed after the backup is gone from it. The first
     /// device to pull is refused (409 lost_data) and starts over: it reads the relay from the

@@ -234,6 +234,99 @@ import Testing
         #expect(await Self.failure(client, Self.get) == .notHTTP(.bodyTooLarge(limit: 4096)))
     }
 
+    /// Blobs go from and to files in pieces: a PUT's body is the file's bytes with its length,
+    /// a 200's body goes to the file (the response keeps none), a 404 or an error keeps its
+    /// own body in the response and the file is left empty.
+    @Test func transferStreamsBodiesFromAndToFiles() async throws {
+        let blob = (0..<(3 << 20) + 17).map { UInt8(truncatingIfNeeded: $0 &* 131) }
+        let server = try ScriptedHTTPServer { peer, _ in
+            while let (head, body) = peer.readRequest() {
+                if head.hasPrefix("PUT") {
+                    peer.answer(body == blob ? #"{"stored":true}"# : #"{"stored":false}"#, status: "201 Created")
+                } else if head.contains("/missing") {
+                    peer.answer(#"{"error":"not_found"}"#, status: "404 Not Found")
+                } else if head.contains("/chunked") {
+                    peer.write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+                    for piece in stride(from: 0, to: blob.count, by: 100_000) {
+                        let part = Array(blob[piece..<min(piece + 100_000, blob.count)])
+                        peer.write(String(part.count, radix: 16) + "\r\n")
+                        peer.write(part)
+                        peer.write("\r\n")
+                    }
+                    peer.write("0\r\n\r\n")
+                } else {
+                    peer.write("HTTP/1.1 200 OK\r\nContent-Length: \(blob.count)\r\n\r\n")
+                    peer.write(blob)
+                }
+            }
+        }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("http1-transfer-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try Data(blob).write(to: URL(fileURLWithPath: dir + "/up"))
+        let client = try Self.client(server, maxBodyBytes: 1 << 10)
+        let put = try await client.transfer(HTTP1Request(method: "PUT", target: "/b/k"), bodyFrom: dir + "/up", maxBodyBytes: 1 << 10)
+        #expect(put.status == 201 && put.body == Array(#"{"stored":true}"#.utf8))
+        #expect(server.requests.last?.contains("Content-Length: \(blob.count)\r\n") == true)
+        for target in ["/b/k", "/b/chunked"] {
+            let got = try await client.transfer(HTTP1Request(method: "GET", target: target), bodyTo: dir + "/down", maxBodyBytes: 1 << 30)
+            #expect(got.status == 200 && got.body.isEmpty)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: dir + "/down")) == Data(blob), "\(target)")
+        }
+        let missing = try await client.transfer(HTTP1Request(method: "GET", target: "/b/missing"), bodyTo: dir + "/down", maxBodyBytes: 1 << 30)
+        #expect(missing.status == 404 && missing.body == Array(#"{"error":"not_found"}"#.utf8))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir + "/down")).isEmpty)
+        #expect(server.connections == 1, "one kept-alive connection")
+        // A body over the cap is refused even when it goes to a file.
+        var capped: HTTP1ClientError?
+        do throws(HTTP1ClientError) {
+            _ = try await client.transfer(HTTP1Request(method: "GET", target: "/b/k"), bodyTo: dir + "/down", maxBodyBytes: 1 << 20)
+        } catch {
+            capped = error
+        }
+        #expect(capped == HTTP1ClientError.notHTTP(.bodyTooLarge(limit: 1 << 20)))
+    }
+
+    /// A server that resets the connection while an upload's body is still being sent (it read
+    /// 20,000 bytes), or inside a download's response head: the transfer fails with the
+    /// reason, nothing traps (URLSession's file upload does: "'try!' ... libcurl.Easy Code=43").
+    @Test func aTransferResetMidwayFails() async throws {
+        let server = try ScriptedHTTPServer { peer, index in
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(peer.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+            if index == 0 {
+                peer.read(20_000)
+            } else {
+                peer.read(1)
+                peer.write("HTTP/1.1 200 OK\r\nContent-Length: 3000000\r\nDa")
+                usleep(20_000)
+            }
+            peer.close()
+        }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("http1-reset-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try Data(repeating: 7, count: 30 << 20).write(to: URL(fileURLWithPath: dir + "/up"))
+        let client = try Self.client(server)
+        var failures: [HTTP1ClientError] = []
+        for (bodyFrom, bodyTo) in [(dir + "/up", nil), (nil, dir + "/down")] as [(String?, String?)] {
+            do throws(HTTP1ClientError) {
+                _ = try await client.transfer(HTTP1Request(method: bodyFrom == nil ? "GET" : "PUT", target: "/b/k"),
+                                              bodyFrom: bodyFrom, bodyTo: bodyTo, maxBodyBytes: 1 << 30)
+                Issue.record("the transfer did not fail")
+            } catch {
+                failures.append(error)
+            }
+        }
+        #expect(failures.count == 2, "\(failures)")
+        for failure in failures {
+            switch failure {
+            case .connectionFailed, .closedMidAnswer, .closedBeforeAnswer: break
+            default: Issue.record("unexpected: \(failure)")
+            }
+        }
+    }
+
     /// A relay that refuses a large body answers before reading it all and closes: the answer
     /// is what the client reports, not the broken send.
     @Test func anEarlyAnswerToALargeBodyIsRead() async throws {

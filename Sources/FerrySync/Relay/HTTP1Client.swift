@@ -1,5 +1,6 @@
 import FerryStore
 import Foundation
+import Glibc
 import Synchronization
 
 /// A small HTTP/1.1 client for one `http://` server (a relay's base URL), in place of
@@ -72,6 +73,81 @@ final class HTTP1Client: Sendable {
         return try result.get()
     }
 
+    /// Sends `request` with its body read from the file at `bodyFrom` (when given), and writes
+    /// the body of a 200 response to the file at `bodyTo` (created, or emptied first; the
+    /// response then carries no body), both in pieces: a blob of any size costs a read buffer
+    /// of memory, not its size. Any other response keeps its body, up to `maxBodyBytes`; so
+    /// does a 200 without `bodyTo`.
+    /// - Throws: as `send`, and `.file` when a file cannot be read or written.
+    func transfer(_ request: HTTP1Request, bodyFrom: String? = nil, bodyTo: String? = nil,
+                  maxBodyBytes: Int) async throws(HTTP1ClientError) -> HTTP1Response {
+        let cancellation = try HTTP1Cancellation()
+        defer { cancellation.close() }
+        let result = await withTaskCancellationHandler {
+            await Blocking.run {
+                Result { () throws(HTTP1ClientError) in
+                    try self.performTransfer(request, bodyFrom: bodyFrom, bodyTo: bodyTo, maxBodyBytes: maxBodyBytes, cancellation)
+                }
+            }
+        } onCancel: {
+            cancellation.cancel()
+        }
+        return try result.get()
+    }
+
+    private func performTransfer(_ request: HTTP1Request, bodyFrom: String?, bodyTo: String?, maxBodyBytes: Int,
+                                 _ cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> HTTP1Response {
+        var request = request
+        var source: (fd: Int32, length: Int, path: String)?
+        if let bodyFrom {
+            let fd = open(bodyFrom, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw .file(call: "open", path: bodyFrom, errno: errno) }
+            var st = stat()
+            guard fstat(fd, &st) == 0 else {
+                let code = errno
+                Glibc.close(fd)
+                throw .file(call: "stat", path: bodyFrom, errno: code)
+            }
+            source = (fd, Int(st.st_size), bodyFrom)
+            request.body = nil
+            request.contentLength = Int(st.st_size)
+        }
+        defer { if let source { Glibc.close(source.fd) } }
+        var sink: (fd: Int32, path: String)?
+        if let bodyTo {
+            let fd = open(bodyTo, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw .file(call: "create", path: bodyTo, errno: errno) }
+            sink = (fd, bodyTo)
+        }
+        defer { if let sink { Glibc.close(sink.fd) } }
+        let head = try request.head(host: hostHeader)
+        let exchange = { (connection: HTTP1Connection) throws(HTTP1ClientError) -> HTTP1Response in
+            if let sink, ftruncate(sink.fd, 0) != 0 || lseek(sink.fd, 0, SEEK_SET) != 0 {
+                throw .file(call: "write", path: sink.path, errno: errno)
+            }
+            let parser = HTTP1ResponseParser(expectsBody: request.method != "HEAD", maxBodyBytes: maxBodyBytes,
+                                             streamsBody: sink != nil)
+            let response = try connection.exchange(head: head, body: request.body, bodyFile: source, parser: parser, sink: sink,
+                                                   timeout: self.timeout, cancellation: cancellation)
+            if response.keepAlive && !cancellation.isCancelled { self.giveBack(connection) }
+            return response
+        }
+        if cancellation.isCancelled { throw .cancelled }
+        if let reused = takeIdle() {
+            do {
+                return try exchange(reused)
+            } catch {
+                guard request.isIdempotent, !reused.answered, !cancellation.isCancelled else { throw error }
+                switch error {
+                case .closedBeforeAnswer, .connectionFailed: break
+                default: throw error
+                }
+            }
+        }
+        let fresh = try HTTP1Connection.open(host: host, port: port, timeout: timeout, cancellation: cancellation)
+        return try exchange(fresh)
+    }
+
     /// Closes the idle connections; connections in use are closed when their requests end
     /// instead of kept. Requests sent afterwards still work, on connections of their own.
     /// (Releasing the client closes its idle connections too.)
@@ -86,31 +162,7 @@ final class HTTP1Client: Sendable {
 
     /// The blocking part of `send`, on a thread of its own.
     private func perform(_ request: HTTP1Request, _ cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> HTTP1Response {
-        let head = try request.head(host: hostHeader)
-        if cancellation.isCancelled { throw .cancelled }
-        if let reused = takeIdle() {
-            do {
-                return try exchange(request, head, on: reused, cancellation)
-            } catch {
-                guard request.isIdempotent, !reused.answered, !cancellation.isCancelled else { throw error }
-                switch error {
-                case .closedBeforeAnswer, .connectionFailed: break
-                default: throw error
-                }
-            }
-        }
-        let fresh = try HTTP1Connection.open(host: host, port: port, timeout: timeout, cancellation: cancellation)
-        return try exchange(request, head, on: fresh, cancellation)
-    }
-
-    private func exchange(_ request: HTTP1Request, _ head: [UInt8], on connection: HTTP1Connection,
-                          _ cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> HTTP1Response {
-        let parser = HTTP1ResponseParser(expectsBody: request.method != "HEAD", maxBodyBytes: maxBodyBytes)
-        let response = try connection.exchange(head: head, body: request.body, parser: parser, timeout: timeout, cancellation: cancellation)
-        // The connection of a cancelled request is closed, never pooled, even when its response
-        // came in whole.
-        if response.keepAlive && !cancellation.isCancelled { giveBack(connection) }
-        return response
+        try performTransfer(request, bodyFrom: nil, bodyTo: nil, maxBodyBytes: maxBodyBytes, cancellation)
     }
 
     /// The most recently used idle connection that is still open, if any.

@@ -27,6 +27,9 @@ enum HTTP1ClientError: Error, Equatable, Sendable, CustomStringConvertible {
     case cancelled
     /// A system call needed for the request itself failed (socket, socketpair, poll).
     case system(call: String, errno: Int32)
+    /// A local file the request reads its body from, or writes the response's body to, failed
+    /// (`call` on `path`).
+    case file(call: String, path: String, errno: Int32)
 
     var description: String {
         switch self {
@@ -41,6 +44,7 @@ enum HTTP1ClientError: Error, Equatable, Sendable, CustomStringConvertible {
         case .notHTTP(let why): "the answer is not HTTP: \(why)"
         case .cancelled: "cancelled"
         case .system(let call, let code): "\(call): \(Self.text(code))"
+        case .file(let call, let path, let code): "\(call) \(path): \(Self.text(code))"
         }
     }
 

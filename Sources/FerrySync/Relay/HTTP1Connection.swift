@@ -20,6 +20,9 @@ final class HTTP1Connection: @unchecked Sendable {
 
     /// Bytes read per recv(2): a page of events arrives in a few calls.
     static let readSize = 128 << 10
+    /// The most body held of a response other than 200 when the body goes to a file (an
+    /// error's text): the file's size limit is no limit for memory.
+    static let maxHeldBodyWhileStreaming = 1 << 20
 
     private init(fd: Int32) {
         self.fd = fd
@@ -115,24 +118,62 @@ final class HTTP1Connection: @unchecked Sendable {
     ///   sent more than one response).
     /// - Throws: `.timedOut` after `timeout` without a byte sent or received, `.cancelled`,
     ///   `.connectionFailed`, `.closedBeforeAnswer`, `.closedMidAnswer`, `.notHTTP`.
-    func exchange(head: [UInt8], body: Data?, parser: HTTP1ResponseParser, timeout: Duration,
+    /// - Parameters:
+    ///   - bodyFile: a file descriptor to send the body from (read from its offset 0, `length`
+    ///     bytes, in pieces), in place of `body`.
+    ///   - sink: a file descriptor the body of a 200 response is written to as it comes (the
+    ///     response then carries none); other responses keep theirs.
+    func exchange(head: [UInt8], body: Data?, bodyFile: (fd: Int32, length: Int, path: String)? = nil,
+                  parser: HTTP1ResponseParser, sink: (fd: Int32, path: String)? = nil, timeout: Duration,
                   cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> HTTP1Response {
         answered = false
         var parser = parser
         let sentAll: Bool
         do {
-            sentAll = try send(head, body ?? Data(), timeout: timeout, cancellation: cancellation)
+            if let bodyFile {
+                sentAll = try send(head, file: bodyFile, timeout: timeout, cancellation: cancellation)
+            } else {
+                sentAll = try send(head, body ?? Data(), timeout: timeout, cancellation: cancellation)
+            }
         } catch {
             // A server that refuses a body (413) may answer and close before reading it all:
             // its answer is then in the receive buffer, and worth more than the send's error.
             guard case .connectionFailed = error,
-                  var response = try? receive(&parser, timeout: timeout, cancellation: cancellation, waiting: false) else { throw error }
+                  var response = try? receive(&parser, sink: sink, timeout: timeout, cancellation: cancellation, waiting: false)
+            else { throw error }
             response.keepAlive = false
             return response
         }
-        var response = try receive(&parser, timeout: timeout, cancellation: cancellation, waiting: true)
+        var response = try receive(&parser, sink: sink, timeout: timeout, cancellation: cancellation, waiting: true)
         if !sentAll || parser.unconsumed > 0 { response.keepAlive = false }
         return response
+    }
+
+    /// Sends `head`, then `file.length` bytes of `file` read in pieces of `readSize`.
+    /// - Returns: false when the server sent something before all was sent (as `send` above).
+    private func send(_ head: [UInt8], file: (fd: Int32, length: Int, path: String), timeout: Duration,
+                      cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> Bool {
+        let headSent = head.withUnsafeBytes { head in
+            Result { () throws(HTTP1ClientError) -> Bool in try send([head], timeout: timeout, cancellation: cancellation) }
+        }
+        guard try headSent.get() else { return false }
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.readSize, alignment: 16)
+        defer { chunk.deallocate() }
+        var offset = 0
+        while offset < file.length {
+            let n = pread(file.fd, chunk.baseAddress, min(chunk.count, file.length - offset), off_t(offset))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .file(call: "read", path: file.path, errno: errno)
+            }
+            // The file is shorter than when its length was taken: what was promised cannot be sent.
+            if n == 0 { throw .file(call: "read", path: file.path, errno: EIO) }
+            guard try send([UnsafeRawBufferPointer(rebasing: chunk[0..<n])], timeout: timeout, cancellation: cancellation) else {
+                return false
+            }
+            offset += n
+        }
+        return true
     }
 
     /// Sends `head` then `body`, gathered in as few sendmsg(2) calls as the socket takes.
@@ -188,25 +229,56 @@ final class HTTP1Connection: @unchecked Sendable {
 
     /// Reads until `parser` has a whole response. `waiting` false: only what is already
     /// received (then `.closedMidAnswer` stands for "not all of it is here").
-    private func receive(_ parser: inout HTTP1ResponseParser, timeout: Duration, cancellation: HTTP1Cancellation,
-                         waiting: Bool) throws(HTTP1ClientError) -> HTTP1Response {
+    private func receive(_ parser: inout HTTP1ResponseParser, sink: (fd: Int32, path: String)? = nil, timeout: Duration,
+                         cancellation: HTTP1Cancellation, waiting: Bool) throws(HTTP1ClientError) -> HTTP1Response {
         var lastProgress = ContinuousClock.now
+        /// Writes the body read so far of a 200 response to the sink.
+        func drain(_ parser: inout HTTP1ResponseParser) throws(HTTP1ClientError) {
+            guard let sink, let status = parser.headStatus else { return }
+            // Another status's body (an error) is held, and only as much as a reply may have.
+            guard status == 200 else {
+                if parser.heldBodyCount > Self.maxHeldBodyWhileStreaming {
+                    throw .notHTTP(.bodyTooLarge(limit: Self.maxHeldBodyWhileStreaming))
+                }
+                return
+            }
+            let bytes = parser.takeBody()
+            var offset = 0
+            while offset < bytes.count {
+                let w = bytes[offset...].withUnsafeBytes { write(sink.fd, $0.baseAddress, $0.count) }
+                if w < 0 {
+                    if errno == EINTR { continue }
+                    throw .file(call: "write", path: sink.path, errno: errno)
+                }
+                offset += w
+            }
+        }
         while true {
             if cancellation.isCancelled { throw .cancelled }
             let n = recv(fd, buffer.baseAddress, buffer.count, 0)
             if n > 0 {
                 answered = true
                 lastProgress = .now
+                let outcome: HTTP1ResponseParser.Outcome
                 do {
-                    if case .complete(let response) = try parser.parse(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) { return response }
+                    outcome = try parser.parse(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                 } catch {
                     throw .notHTTP(error)
+                }
+                try drain(&parser)
+                if case .complete(var response) = outcome {
+                    if sink != nil && response.status == 200 { response.body = [] }
+                    return response
                 }
                 continue
             }
             if n == 0 {
                 guard answered else { throw .closedBeforeAnswer }
-                do { return try parser.finish() } catch { throw .closedMidAnswer }
+                var response: HTTP1Response
+                do { response = try parser.finish() } catch { throw .closedMidAnswer }
+                try drain(&parser)
+                if sink != nil && response.status == 200 { response.body = [] }
+                return response
             }
             let code = errno
             if code == EINTR { continue }

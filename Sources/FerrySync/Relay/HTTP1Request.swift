@@ -8,6 +8,8 @@ struct HTTP1Request: Sendable {
     var target: String
     var headers: [(name: String, value: String)]
     var body: Data?
+    /// The body's length when it is sent from a file instead (`HTTP1Client.transfer`).
+    var contentLength: Int?
     /// Whether sending it twice does what sending it once does: only such a request is sent
     /// again on a fresh connection after a reused one failed before any answer. The idempotent
     /// methods (RFC 9110 9.2.2), unless the caller knows better (a relay push is: the relay
@@ -42,6 +44,8 @@ struct HTTP1Request: Sendable {
         }
         if let body {
             try line("Content-Length: \(body.count)")
+        } else if let contentLength {
+            try line("Content-Length: \(contentLength)")
         } else if method == "POST" || method == "PUT" {
             try line("Content-Length: 0")
         }

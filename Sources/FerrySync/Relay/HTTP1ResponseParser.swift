@@ -50,6 +50,11 @@ struct HTTP1ResponseParser: Sendable {
     private var headers: [String: String] = [:]
     private var keepAlive = true
     private var body: [UInt8] = []
+    /// Body bytes already handed out by `takeBody` (they count against `maxBodyBytes`).
+    private var bodyTaken = 0
+    /// The body is handed out as it comes (`takeBody`), not held whole: no room is reserved
+    /// for a `Content-Length` up front.
+    let streamsBody: Bool
     /// How many bytes of the last input came after the response's end (a server that sent more
     /// than one response for one request: the connection is not to be used again).
     private(set) var unconsumed = 0
@@ -58,10 +63,33 @@ struct HTTP1ResponseParser: Sendable {
     ///   - expectsBody: false when the request was HEAD.
     ///   - maxHeaderBytes: the most bytes of head, and of trailers, taken.
     ///   - maxBodyBytes: the most bytes of body taken.
-    init(expectsBody: Bool = true, maxHeaderBytes: Int = Self.defaultMaxHeaderBytes, maxBodyBytes: Int) {
+    ///   - streamsBody: the caller takes the body as it comes (`takeBody`).
+    init(expectsBody: Bool = true, maxHeaderBytes: Int = Self.defaultMaxHeaderBytes, maxBodyBytes: Int, streamsBody: Bool = false) {
         self.expectsBody = expectsBody
         self.maxHeaderBytes = maxHeaderBytes
         self.maxBodyBytes = maxBodyBytes
+        self.streamsBody = streamsBody
+    }
+
+    /// The final response's status once its head was read whole; nil before.
+    var headStatus: Int? {
+        switch phase {
+        case .head: nil
+        default: status
+        }
+    }
+
+    /// The body bytes held now (not handed out by `takeBody`).
+    var heldBodyCount: Int { body.count }
+
+    /// Hands out the body bytes read since the last call (with `streamsBody`, so that a large
+    /// body need not be held whole); the response then carries only what was not taken.
+    mutating func takeBody() -> [UInt8] {
+        defer {
+            bodyTaken += body.count
+            body.removeAll(keepingCapacity: true)
+        }
+        return body
     }
 
     /// Feeds `bytes` (the next ones read).
@@ -95,7 +123,7 @@ struct HTTP1ResponseParser: Sendable {
                 phase = take == remaining ? .done : .length(remaining: remaining - take)
             case .untilClose:
                 let take = count - i
-                guard body.count + take <= maxBodyBytes else { throw .bodyTooLarge(limit: maxBodyBytes) }
+                guard bodyTaken + body.count + take <= maxBodyBytes else { throw .bodyTooLarge(limit: maxBodyBytes) }
                 body.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[i..<count]))
                 i = count
             case .chunkSize:
@@ -111,7 +139,7 @@ struct HTTP1ResponseParser: Sendable {
                 if size == 0 {
                     phase = .trailers
                 } else {
-                    guard size <= maxBodyBytes - body.count else { throw .bodyTooLarge(limit: maxBodyBytes) }
+                    guard size <= maxBodyBytes - bodyTaken - body.count else { throw .bodyTooLarge(limit: maxBodyBytes) }
                     phase = .chunkData(remaining: size)
                 }
             case .chunkData(let remaining):
@@ -236,7 +264,7 @@ struct HTTP1ResponseParser: Sendable {
         if let text = headers["content-length"] {
             let length = try Self.contentLength(text)
             guard length <= maxBodyBytes else { throw .bodyTooLarge(limit: maxBodyBytes) }
-            body.reserveCapacity(length)
+            if !streamsBody { body.reserveCapacity(length) }
             phase = length == 0 ? .done : .length(remaining: length)
             return
         }

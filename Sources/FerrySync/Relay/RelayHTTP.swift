@@ -15,7 +15,8 @@ import FerryJSON
 ///
 /// Requests to an `http://` relay go through `HTTP1Client` (keep-alive connections of its own,
 /// blocking I/O off the cooperative pool), the others through `session` (URLSession, which has
-/// the TLS). Blob transfers from and to files (`putBlob`, `getBlob`) use URLSession for both.
+/// the TLS). Blob transfers from and to files (`putBlob`, `getBlob`) go the same ways, with a
+/// longer timeout (`RelayTransport.blobHTTP`).
 struct RelayHTTP: Sendable {
     let base: URL
     let token: String?
@@ -224,6 +225,7 @@ struct RelayHTTP: Sendable {
         case .invalidRequest: return "a request header holds a line break"
         case .cancelled: return "cancelled"
         case .system(let call, let code): return "the connection failed: \(call): \(HTTP1ClientError.text(code))"
+        case .file(let call, let path, let code): return "cannot \(call) \(path): \(HTTP1ClientError.text(code))"
         }
     }
 

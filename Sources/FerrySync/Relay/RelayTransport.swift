@@ -24,6 +24,13 @@ public final class RelayTransport: Transport {
     /// Blob transfers: a large blob's last bytes can sit in the kernel's send buffer for
     /// minutes on a slow link, with no progress to see, so they get a longer timeout.
     private let blobSession: URLSession
+    /// The same, with the blob timeout. An `http://` relay's blobs go through its own HTTP/1.1
+    /// client (`blobHTTP.client`), streamed from and to files: FoundationNetworking's file
+    /// transfers trap (and end ferryd) when a connection breaks at the wrong moment, an upload
+    /// mid-body ("'try!' ... libcurl.Easy Code=43") or a download inside the response head
+    /// ("Transfer completed, but there's no response"). `https://` stays on URLSession, which has
+    /// the TLS.
+    private let blobHTTP: RelayHTTP
     /// The longest long-poll asked for (the relay caps it to its own maximum), below the
     /// request timeout.
     public let maxWait: Duration
@@ -52,7 +59,11 @@ public final class RelayTransport: Transport {
         session = RelayHTTP.makeSession(timeout: self.requestTimeout)
         blobSession = RelayHTTP.makeSession(timeout: max(self.requestTimeout, .seconds(600)))
         http = RelayHTTP(base: url, token: token, session: session)
+        blobHTTP = RelayHTTP(base: url, token: token, session: blobSession)
     }
+
+    /// The largest blob downloaded (its file's size, not memory): far above any relay's limit.
+    static let maxBlobBytes = 1 << 40
 
     private var ownerPath: String { "v1/owners/\(owner)" }
 
@@ -170,15 +181,27 @@ public final class RelayTransport: Transport {
         try Self.check(key)
         var request = http.request("PUT", ownerPath + "/blobs/" + key)
         request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
-        let reply: (Data, URLResponse)
-        do {
-            reply = try await SessionCall.upload(blobSession, request, fromFile: URL(fileURLWithPath: path))
-        } catch {
-            throw .unavailable(http.unreachable("uploading blob \(key.prefix(12))…", error))
+        let status: Int, body: Data
+        if let client = blobHTTP.client {
+            let response: HTTP1Response
+            do {
+                response = try await client.transfer(RelayHTTP.http1(request), bodyFrom: path, maxBodyBytes: RelayHTTP.maxReplyBytes)
+            } catch {
+                throw .unavailable(http.unreachable("uploading blob \(key.prefix(12))…", error))
+            }
+            (status, body) = (response.status, Data(response.body))
+        } else {
+            let reply: (Data, URLResponse)
+            do {
+                reply = try await SessionCall.upload(blobSession, request, fromFile: URL(fileURLWithPath: path))
+            } catch {
+                throw .unavailable(http.unreachable("uploading blob \(key.prefix(12))…", error))
+            }
+            guard let response = reply.1 as? HTTPURLResponse else { throw .unavailable("uploading a blob: not an HTTP reply") }
+            (status, body) = (response.statusCode, reply.0)
         }
-        guard let response = reply.1 as? HTTPURLResponse else { throw .unavailable("uploading a blob: not an HTTP reply") }
-        if !(200..<300).contains(response.statusCode) {
-            let failure = RelayHTTP.failure(.init(status: response.statusCode, body: reply.0, headers: [:]), what: "uploading a blob", base: base)
+        if !(200..<300).contains(status) {
+            let failure = RelayHTTP.failure(.init(status: status, body: body, headers: [:]), what: "uploading a blob", base: base)
             if case .tooLarge(let why) = failure {
                 throw .tooLarge(why + "; ask the relay's operator to raise MaxBlobBytes in ferry-relay.conf, or attach a smaller file")
             }
@@ -200,15 +223,27 @@ public final class RelayTransport: Transport {
         guard copy == 0 else { return false }
         let request = http.request("GET", ownerPath + "/blobs/" + key)
         let downloaded = URL(fileURLWithPath: path + ".download")
-        let result: URLResponse
-        do { result = try await SessionCall.download(blobSession, request, to: downloaded) } catch {
-            throw .unavailable(http.unreachable("downloading blob \(key.prefix(12))…", error))
-        }
         defer { try? FileManager.default.removeItem(at: downloaded) }
-        guard let response = result as? HTTPURLResponse else { throw .unavailable("downloading a blob: not an HTTP reply") }
-        if response.statusCode == 404 { return false }
-        guard response.statusCode == 200 else {
-            throw RelayHTTP.failure(.init(status: response.statusCode, body: Data(), headers: [:]), what: "downloading a blob", base: base)
+        let status: Int, body: Data
+        if let client = blobHTTP.client {
+            let response: HTTP1Response
+            do {
+                response = try await client.transfer(RelayHTTP.http1(request), bodyTo: downloaded.path, maxBodyBytes: Self.maxBlobBytes)
+            } catch {
+                throw .unavailable(http.unreachable("downloading blob \(key.prefix(12))…", error))
+            }
+            (status, body) = (response.status, Data(response.body))
+        } else {
+            let result: URLResponse
+            do { result = try await SessionCall.download(blobSession, request, to: downloaded) } catch {
+                throw .unavailable(http.unreachable("downloading blob \(key.prefix(12))…", error))
+            }
+            guard let response = result as? HTTPURLResponse else { throw .unavailable("downloading a blob: not an HTTP reply") }
+            (status, body) = (response.statusCode, Data())
+        }
+        if status == 404 { return false }
+        guard status == 200 else {
+            throw RelayHTTP.failure(.init(status: status, body: body, headers: [:]), what: "downloading a blob", base: base)
         }
         unlink(path)
         do { try FileManager.default.moveItem(at: downloaded, to: URL(fileURLWithPath: path)) } catch {
@@ -226,6 +261,7 @@ public final class RelayTransport: Transport {
 
     public func close() async {
         http.close()
+        blobHTTP.close()
         session.invalidateAndCancel()
         blobSession.invalidateAndCancel()
     }

@@ -24,6 +24,21 @@ import Testing
         (0..<count).map { i in FolderFixture.envelope(stream: (UInt64(start) + UInt64(i)) % streams + 1, millis: start + Int64(i), rng: &rng) }
     }
 
+    /// A blob's temporary file left by a copy that never finished (ferryd killed mid-write)
+    /// is removed when the device next opens its directory: it sat in every device's folder.
+    @Test mutating func aBlobTemporaryFileLeftBehindIsRemoved() async throws {
+        let first = writer()
+        #expect(try await first.push(envelopes(1)) == [.accepted])
+        let blobs = a.path + "/ferry-v1/\(FolderFixture.owner)/\(FolderFixture.writer)/blobs"
+        try FileManager.default.createDirectory(atPath: blobs, withIntermediateDirectories: true)
+        let stale = blobs + "/.tmp-dead-" + String(repeating: "ab", count: 32)
+        #expect(FileManager.default.createFile(atPath: stale, contents: Data(repeating: 1, count: 1000)))
+        await first.close()
+        let again = writer()
+        #expect(try await again.push(envelopes(1, from: 1)) == [.accepted])
+        #expect(!FileManager.default.fileExists(atPath: stale))
+    }
+
     @Test mutating func pushDeduplicatesRejectsOtherOwnersAndReadsBack() async throws {
         let t = writer()
         let batch = envelopes(3)

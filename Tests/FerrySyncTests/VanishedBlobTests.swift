@@ -43,6 +43,19 @@ import Testing
                 "\(warnings.all)")
     }
 
+    /// What a run killed mid-transfer left in the scratch directory (sealed and opened blobs)
+    /// goes when the engine starts; a directory in it is left alone.
+    @Test func theScratchDirectoryIsEmptiedAtStart() throws {
+        let dir = TempDir("scratch")
+        let scratch = dir.path + "/tmp"
+        try FileManager.default.createDirectory(atPath: scratch + "/kept", withIntermediateDirectories: true)
+        for name in ["up-1", "down-2.download", "plain-3"] {
+            #expect(FileManager.default.createFile(atPath: scratch + "/" + name, contents: Data(repeating: 0, count: 4096)))
+        }
+        SyncEngine.emptyScratch(scratch)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch) == ["kept"])
+    }
+
     /// Resumed with records not sent yet (the push sends them one at a time, slowly), the
     /// check leaves their blobs to the push: none is reported gone. Before, the check counted
     /// them and warned that the sync tool had deleted files the host never had.

@@ -33,9 +33,23 @@ public final class SyncEngine: Sendable {
         self.makeTransport = makeTransport
         self.keyring = OwnerKeyring(store: store)
         self.paused = Atomic((try? store.setting(Self.pausedSetting)) == "1")
+        Self.emptyScratch(options.scratchDirectory)
     }
 
     private static func key(_ space: String, _ name: String) -> String { space + "\u{0}" + name }
+
+    /// Removes the files a previous run left in the scratch directory (sealed blobs on their
+    /// way up or down, opened ones, imports): a run killed mid-transfer left them, and nothing
+    /// else would (a 50 MB attachment cut short left 100 MB). Nothing uses it before the engine
+    /// starts.
+    static func emptyScratch(_ directory: String) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for name in names {
+            var st = stat()
+            let path = directory + "/" + name
+            if lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG { unlink(path) }
+        }
+    }
 
     /// Makes the running transports match the configured ones: starts new ones, stops removed
     /// ones, restarts changed ones. Also gives every space its owner keys.

@@ -80,6 +80,13 @@ struct FolderOwnLog: Sendable {
         }
         var log = FolderOwnLog(directory: (identity.device, identity.inode))
         var segs: [UInt64] = [], snaps: [UInt64] = []
+        // A temporary file left by a write that never finished (ferryd was killed) is this
+        // device's to remove, blobs' included: the folder is every device's disk.
+        if try FolderIO.kind(of: dir + "/blobs")?.isDirectory == true {
+            for name in try FolderIO.list(dir + "/blobs") where name.hasPrefix(".tmp-") {
+                if try FolderIO.kind(of: dir + "/blobs/" + name)?.isRegular == true { try FolderIO.remove(dir + "/blobs/" + name) }
+            }
+        }
         for name in try FolderIO.list(dir) {
             if name.hasPrefix(".tmp-") {
                 if try FolderIO.kind(of: dir + "/" + name)?.isRegular == true { try FolderIO.remove(dir + "/" + name) }

@@ -62,9 +62,19 @@ final class EngineLoop: Sendable {
     /// The least time from one turn's end to the next turn.
     static let minimumTurnSpacing = Duration.milliseconds(50)
 
+    /// How often unreferenced attachments are looked for: a quarter of the grace period
+    /// (`AttachmentGraceSeconds`), between 2 s and 15 minutes. An attachment whose last
+    /// reference went while it was still within its grace is then removed within that much of
+    /// the grace's end (it was removed only at the next start).
+    static func sweepInterval(grace seconds: Int64) -> Duration {
+        .seconds(max(2, min(seconds / 4, 900)))
+    }
+
     /// Runs until the task is cancelled.
     func run() async {
         let tick = min(watchdogInterval ?? .seconds(1), .seconds(1))
+        let sweepEvery = Self.sweepInterval(grace: store.configuration.attachmentGraceSeconds)
+        var lastSweep = ContinuousClock.now
         var lastStatus = ""
         var countedAt: Int64 = -1
         var lastState = ""
@@ -92,6 +102,14 @@ final class EngineLoop: Sendable {
                     }
                 }
                 if watchdogInterval != nil { SystemdNotifier.watchdog() }
+                if ContinuousClock.now - lastSweep >= sweepEvery {
+                    lastSweep = .now
+                    do {
+                        try await Blocking.run { () throws(FerryError) in try store.sweepAttachments() }
+                    } catch {
+                        logger.warning("could not remove unreferenced attachments (tried again in \(sweepEvery)): \(error)")
+                    }
+                }
             } else {
                 logger.error("the engine could not read the store's state")
             }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import FerryJSON
 import FerryVarlink
+import FerryTestSupport
 
 /// Bad input thrown at a real ferryd: each bad client gets a Varlink error or a closed
 /// connection, and the daemon stays up and keeps serving the others.
@@ -289,6 +290,28 @@ import FerryVarlink
         let again = try daemon.client()
         defer { again.close() }
         #expect(try await again.call("io.ferry.Store.Get", ["entity": "note", "id": "kept"])["record"] != nil)
+        daemon.stop()
+    }
+
+    /// An attachment whose last reference goes while it is still within its grace period is
+    /// removed soon after the grace ends, by ferryd's periodic sweep; before, it stayed until
+    /// the next start (with the default hour, any attachment of a record deleted within an
+    /// hour of its upload).
+    @Test func anAttachmentUnreferencedWithinItsGraceIsRemovedAfterIt() async throws {
+        let daemon = try DaemonHarness(config: "[Store]\nDurability=normal\nAttachmentGraceSeconds=2\n", name: "grace-sweep")
+        try daemon.start()
+        let client = try daemon.client()
+        defer { client.close() }
+        let put = try await client.call("io.ferry.Store.PutAttachment", ["data": .string(Data("short-lived".utf8).base64EncodedString())])
+        let sha = try #require(put["sha256"]?.stringValue)
+        _ = try await client.call("io.ferry.Store.Put", ["entity": "note", "id": "n", "payload": [:], "attachments": [.string(sha)]])
+        _ = try await client.call("io.ferry.Store.Delete", ["entity": "note", "id": "n"])
+        let file = daemon.stateDirectory + "/attachments/" + sha.prefix(2) + "/" + sha
+        #expect(FileManager.default.fileExists(atPath: file), "within its grace it stays")
+        #expect(try await eventually(.seconds(20)) { !FileManager.default.fileExists(atPath: file) })
+        let socket = try RawSocket(path: daemon.socketPath)
+        let reply = Self.roundTrip(socket, "io.ferry.Store.GetAttachment", #"{"sha256":"\#(sha)"}"#)
+        #expect(reply.contains("io.ferry.Store.AttachmentMissing"), "\(reply.prefix(300))")
         daemon.stop()
     }
 

@@ -98,6 +98,8 @@ public enum EngineInterface {
       lastSeq: int,
       attachments: int,
       attachmentBytes: int,
+      # Attachments a record references whose bytes have not arrived (still looked for).
+      attachmentsMissing: ?int,
       spaces: []Space,
       transports: []TransportStatus,
       # The latest failure of any transport ("NAME: kind: what happened") and when, and the

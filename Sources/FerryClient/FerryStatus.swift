@@ -26,6 +26,9 @@ public struct FerryStatus: Sendable, Hashable {
     /// Attachments stored, and their total size in bytes.
     public var attachments: Int
     public var attachmentBytes: Int64
+    /// Attachments a record references whose bytes have not arrived (0 from a daemon that does
+    /// not say).
+    public var attachmentsMissing: Int = 0
     public var spaces: [FerrySpace]
     public var transports: [TransportStatus]
     /// The latest sync failure of any transport ("NAME: kind: what happened"), if any, and when.
@@ -70,6 +73,7 @@ public struct FerryStatus: Sendable, Hashable {
         lastSeq = try json.int64("lastSeq")
         attachments = try json.int("attachments")
         attachmentBytes = try json.int64("attachmentBytes")
+        attachmentsMissing = json["attachmentsMissing"]?.intValue.map(Int.init) ?? 0
         var spaces: [FerrySpace] = []
         for space in try json.objects("spaces") { spaces.append(try FerrySpace(json: space)) }
         self.spaces = spaces
@@ -89,6 +93,7 @@ public struct FerryStatus: Sendable, Hashable {
             "records": .int(Int64(records)), "tombstones": .int(Int64(tombstones)), "outbox": .int(Int64(outbox)), "outboxWithoutTransport": .int(Int64(outboxWithoutTransport)),
             "outboxErrors": .int(Int64(outboxErrors)), "lastSeq": .int(lastSeq),
             "attachments": .int(Int64(attachments)), "attachmentBytes": .int(attachmentBytes),
+            "attachmentsMissing": .int(Int64(attachmentsMissing)),
             "spaces": .array(spaces.map(\.json)), "transports": .array(transports.map(\.json)),
             "startedAt": .int(startedAt),
         ]

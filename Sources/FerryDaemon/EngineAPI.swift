@@ -59,6 +59,7 @@ struct EngineAPI: Sendable {
             "outbox": .int(Int64(stats.outbox)), "outboxWithoutTransport": .int(Int64(stats.outboxWithoutTransport)),
             "outboxErrors": .int(Int64(stats.outboxErrors)), "lastSeq": .int(stats.lastSeq),
             "attachments": .int(Int64(stats.attachments)), "attachmentBytes": .int(stats.attachmentBytes),
+            "attachmentsMissing": .int(Int64(stats.attachmentsMissing)),
             "spaces": .array(store.spaces().map(Self.space)), "transports": .array(transports), "startedAt": .int(startedAt),
         ]
         // The latest failure and the latest success of any transport.

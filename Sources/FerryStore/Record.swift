@@ -117,6 +117,9 @@ public struct StoreStats: Sendable, Hashable {
     public var lastSeq: Int64
     public var attachments: Int
     public var attachmentBytes: Int64
+    /// Attachments some version references whose bytes are not here (they did not arrive
+    /// within `AttachmentWaitSeconds`; the sync engine keeps looking for them).
+    public var attachmentsMissing: Int = 0
 }
 
 /// What the outbox holds, for a figure kept current while writes go on: systemd's STATUS=.

@@ -23,7 +23,9 @@ extension Store {
                 outboxErrors: Int(try count("SELECT count(DISTINCT rid) FROM outbox_delivery WHERE error IS NOT NULL")),
                 lastSeq: try count("SELECT max(seq) FROM changes"),
                 attachments: Int(try count("SELECT count(*) FROM attachments WHERE present = 1")),
-                attachmentBytes: try count("SELECT total(size) FROM attachments WHERE present = 1"))
+                attachmentBytes: try count("SELECT total(size) FROM attachments WHERE present = 1"),
+                attachmentsMissing: Int(try count(
+                    "SELECT count(*) FROM attachments INDEXED BY attachments_missing WHERE present = 0 AND refs > 0")))
         }
     }
 

@@ -29,7 +29,10 @@ enum StatusCommand: Command {
         summary.add("outbox", "\(status.outbox) pending\(waiting), \(status.outboxErrors) rejected\(held)"
             + (status.outboxErrors > 0 || !holding.isEmpty ? " (see 'ferryctl outbox --errors')" : ""))
         summary.add("change log", "cursor \(status.lastSeq)")
-        summary.add("attachments", "\(status.attachments) (\(Format.bytes(status.attachmentBytes)))")
+        summary.add("attachments", "\(status.attachments) (\(Format.bytes(status.attachmentBytes)))"
+            + (status.attachmentsMissing == 0 ? ""
+                : ", \(status.attachmentsMissing) missing (records reference them; their bytes have not arrived: "
+                    + "the device that has them must sync; 'ferryctl sync' looks again)"))
         summary.add("last sync", status.lastSuccessAt.map { Format.time($0) } ?? "never")
         if let lastError = status.lastError { summary.add("last error", "\(Format.time(status.lastErrorAt)): \(lastError)") }
         var text = summary.render()

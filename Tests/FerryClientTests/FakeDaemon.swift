@@ -155,7 +155,7 @@ enum Samples {
 
     static let status: [String: JSONValue] = [
         "node": "00112233445566aa", "version": "0.1.0", "state": "idle", "records": 3, "tombstones": 1,
-        "outbox": 2, "outboxWithoutTransport": 0, "outboxErrors": 1, "lastSeq": 42, "attachments": 1, "attachmentBytes": 2048,
+        "outbox": 2, "outboxWithoutTransport": 0, "outboxErrors": 1, "lastSeq": 42, "attachments": 1, "attachmentBytes": 2048, "attachmentsMissing": 0,
         "spaces": [space],
         "transports": [[
             "space": "private", "name": "nas", "kind": "folder", "push": "p", "pending": 2,

@@ -157,11 +157,16 @@ import Testing
             guard case .remote(let name, _, _) = error else { throw error }
             #expect(name == "io.ferry.Store.AttachmentMissing")
         }
+        // The status says so, and ferryctl's what to do.
+        #expect(try await b.client().status().attachmentsMissing == 1)
+        let shown = try CtlRunner(socket: b.harness.socketPath).run(["status"])
+        #expect(shown.stdout.contains("1 missing") && shown.stdout.contains("ferryctl sync"), "\(shown)")
         for file in blobFiles { try FileManager.default.moveItem(atPath: held.path + "/" + (file as NSString).lastPathComponent, toPath: file) }
         try await b.client().syncNow()
         #expect(try await eventually(.seconds(30)) {
             (try? await b.client().getAttachment(sha256: attachment.sha256))?.content == .inline(bytes)
         }, "\(b.logTail)")
+        #expect(try await b.client().status().attachmentsMissing == 0)
     }
 
     /// What a sync tool may do to a blob file: cut it short, or replace it with a copy altered

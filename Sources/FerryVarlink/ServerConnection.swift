@@ -142,6 +142,22 @@ final class ServerConnection: EventLoopHandler {
     /// already awake and nobody is woken.
     private var peekedBytes = 0
 
+    /// Reads and drops what the socket holds now, up to `limit` bytes, without waiting.
+    private func discardReceived(upTo limit: Int) {
+        let scratch = core.readBuffer
+        var taken = 0
+        while taken < limit {
+            let n = recv(fd, scratch.baseAddress, min(scratch.count, limit - taken), Int32(MSG_DONTWAIT))
+            if n > 0 {
+                taken += n
+            } else if n < 0 && errno == EINTR {
+                continue
+            } else {
+                return
+            }
+        }
+    }
+
     /// Takes the peeked bytes out of the socket (they are in the framer already).
     private func takePeekedBytes() {
         guard peekedBytes > 0, !closed else {
@@ -434,6 +450,12 @@ final class ServerConnection: EventLoopHandler {
     /// Closes at once: cancels the running call's task and fails its sink.
     func close() {
         guard !closed else { return }
+        // Bytes left unread in the socket make the kernel reset the connection instead of
+        // ending it, and a reset discards the replies the client has not read yet (a refused
+        // peer's PermissionDenied, the answers before a protocol violation): what is there now
+        // is taken first (peeked bytes included), up to a bound.
+        takePeekedBytes()
+        discardReceived(upTo: 1 << 20)
         closed = true
         core.loop.deregisterAndClose(fd, token: token)
         core.budget.add(-accountedInput)

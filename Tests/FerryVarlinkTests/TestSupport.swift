@@ -86,6 +86,8 @@ final class RawConnection {
         case message([UInt8])
         case endOfFile
         case timedOut
+        /// The connection was reset (ECONNRESET), not ended.
+        case reset
     }
 
     /// The next NUL-terminated message, end of file, or a timeout.
@@ -98,6 +100,7 @@ final class RawConnection {
             if count == 0 { return .endOfFile }
             if count < 0 {
                 if errno == EINTR { continue }
+                if errno == ECONNRESET { return .reset }
                 guard errno == EAGAIN || errno == EWOULDBLOCK else { return .endOfFile }
                 if ContinuousClock.now >= deadline { return .timedOut }
                 try? await Task.sleep(for: .milliseconds(2))

@@ -327,6 +327,27 @@ import Testing
         }
     }
 
+    /// The same reset against URLSession (https relays): an upload of a blob of up to 64 MiB
+    /// fails with the reset instead of trapping in FoundationNetworking's file upload.
+    @Test func aURLSessionUploadResetMidBodyFails() async throws {
+        let server = try ScriptedHTTPServer { peer, _ in
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(peer.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+            peer.read(20_000)
+            peer.close()
+        }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("session-reset-\(UUID().uuidString)")
+        try Data(repeating: 7, count: 3 << 20).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let session = RelayHTTP.makeSession(timeout: .seconds(10))
+        defer { session.invalidateAndCancel() }
+        for _ in 0..<5 {
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/v1/owners/x/blobs/k")!)
+            request.httpMethod = "PUT"
+            await #expect(throws: (any Error).self) { _ = try await SessionCall.upload(session, request, fromFile: file) }
+        }
+    }
+
     /// A relay that refuses a large body answers before reading it all and closes: the answer
     /// is what the client reports, not the broken send.
     @Test func anEarlyAnswerToALargeBodyIsRead() async throws {

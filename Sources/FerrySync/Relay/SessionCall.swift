@@ -26,16 +26,25 @@ enum SessionCall {
         }
     }
 
-    /// Sends the file at `file` as the body of `request`; the reply body and response.
-    static func upload(_ session: URLSession, _ request: URLRequest, fromFile file: URL) async throws -> (Data, URLResponse) {
-        try await run { completion in
-            session.uploadTask(with: request, fromFile: file) { data, response, error in
+    /// Sends the file at `file` as the body of `request`; the reply body and response. A file of
+    /// at most `inMemoryUpTo` bytes is read and sent from memory: FoundationNetworking's
+    /// upload from a file traps (ending the process) when the server resets the connection
+    /// while the body is being sent ("'try!' ... libcurl.Easy Code=43"); from memory it fails
+    /// with the reset.
+    static func upload(_ session: URLSession, _ request: URLRequest, fromFile file: URL,
+                       inMemoryUpTo: Int = 64 << 20) async throws -> (Data, URLResponse) {
+        let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? Int.max
+        let body = size <= inMemoryUpTo ? try Data(contentsOf: file) : nil
+        return try await run { completion in
+            let handler: @Sendable (Data?, URLResponse?, (any Error)?) -> Void = { data, response, error in
                 completion(Result { () throws -> (Data, URLResponse) in
                     if let error { throw error }
                     guard let response else { throw URLError(.badServerResponse) }
                     return (data ?? Data(), response)
                 })
             }
+            if let body { return session.uploadTask(with: request, from: body, completionHandler: handler) }
+            return session.uploadTask(with: request, fromFile: file, completionHandler: handler)
         }
     }
 

@@ -21,6 +21,19 @@ import Testing
         return out
     }
 
+    /// Devices a and b of one owner on folder `shared`; b applies a record whose attachment
+    /// has not come after one second (`AttachmentWaitSeconds`).
+    static func pairWithShortAttachmentWait(shared: String) async throws -> (a: SyncDevice, b: SyncDevice) {
+        let a = try SyncDevice("a")
+        let b = try SyncDevice("b", attachmentWaitSeconds: 1)
+        try a.start()
+        try b.start()
+        try await b.joinOwner(of: a)
+        try await a.addFolder(shared)
+        try await b.addFolder(shared)
+        return (a, b)
+    }
+
     static func converged(_ devices: [SyncDevice], entity: String = "note") async throws -> Bool {
         let first = try await devices[0].records(entity)
         for d in devices.dropFirst() where try await d.records(entity) != first { return false }
@@ -131,13 +144,7 @@ import Testing
     @Test func anAttachmentWhoseBlobArrivesAfterTheWaitIsFetchedLater() async throws {
         let dir = TempDir("folder-late-blob")
         let held = TempDir("folder-held-blobs")
-        let a = try SyncDevice("a")
-        let b = try SyncDevice("b", attachmentWaitSeconds: 1)
-        try a.start()
-        try b.start()
-        try await b.joinOwner(of: a)
-        try await a.addFolder(dir.path)
-        try await b.addFolder(dir.path)
+        let (a, b) = try await Self.pairWithShortAttachmentWait(shared: dir.path)
         try await b.client().setSyncPaused(true)
         let bytes = Array("a scan that travels slowly".utf8)
         let attachment = try await a.client().putAttachment(data: bytes)
@@ -177,13 +184,7 @@ import Testing
     @Test func aDamagedBlobIsWrittenAgainByItsDeviceAndAnotherCopyServesMeanwhile() async throws {
         let dir = TempDir("folder-damaged-blob")
         let aside = TempDir("folder-blob-aside")
-        let a = try SyncDevice("a")
-        let b = try SyncDevice("b", attachmentWaitSeconds: 1)
-        try a.start()
-        try b.start()
-        try await b.joinOwner(of: a)
-        try await a.addFolder(dir.path)
-        try await b.addFolder(dir.path)
+        let (a, b) = try await Self.pairWithShortAttachmentWait(shared: dir.path)
         func blobFiles() -> [String] { filesBelow(dir.path).filter { $0.contains("/blobs/") && !$0.contains("/.tmp") }.sorted() }
         func attachment(_ device: SyncDevice, _ sha: String) async -> [UInt8]? {
             guard case .inline(let bytes)? = (try? await device.client().getAttachment(sha256: sha))?.content else { return nil }

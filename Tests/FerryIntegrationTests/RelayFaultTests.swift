@@ -29,6 +29,18 @@ import Testing
         return (relay, a, b, owner, token)
     }
 
+    /// `setUp` with both devices reaching the relay through a `FaultProxy` (the caller stops it).
+    static func setUpThroughProxy(relayTimeoutSeconds: Int = 60)
+        async throws -> (relay: RelayHarness, a: SyncDevice, b: SyncDevice, owner: String, token: String, proxy: FaultProxy) {
+        var proxy: FaultProxy?
+        let (relay, a, b, owner, token) = try await setUp(relayTimeoutSeconds: relayTimeoutSeconds) { relay in
+            let p = try FaultProxy(upstreamPort: relay.port)
+            proxy = p
+            return p.url
+        }
+        return (relay, a, b, owner, token, try #require(proxy))
+    }
+
     /// Writes `count` notes on `device` in PutMany calls of 500; their ids are `prefix` + index.
     static func write(_ count: Int, on device: SyncDevice, prefix: String) async throws {
         var items: [PutItem] = []
@@ -118,13 +130,7 @@ import Testing
     }
 
     @Test func connectionsCutMidBodyAndSlowResponsesThroughAFaultProxy() async throws {
-        var proxy: FaultProxy?
-        let (relay, a, b, owner, token) = try await Self.setUp { relay in
-            let p = try FaultProxy(upstreamPort: relay.port)
-            proxy = p
-            return p.url
-        }
-        let faults = try #require(proxy)
+        let (relay, a, b, owner, token, faults) = try await Self.setUpThroughProxy()
         defer { faults.stop() }
         var total = 0
 
@@ -167,13 +173,7 @@ import Testing
     /// outside check saw ferryd die every time, and crash-loop while the link stayed bad), no
     /// temporary file is left, and the attachment arrives once the link is good.
     @Test func blobTransfersCutMidwayEndNeitherDaemon() async throws {
-        var proxy: FaultProxy?
-        let (relay, a, b, _, _) = try await Self.setUp { relay in
-            let p = try FaultProxy(upstreamPort: relay.port)
-            proxy = p
-            return p.url
-        }
-        let faults = try #require(proxy)
+        let (relay, a, b, _, _, faults) = try await Self.setUpThroughProxy()
         defer { faults.stop() }
         #expect(RelayHarness.healthy(port: relay.port))
         let bytes = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
@@ -350,13 +350,7 @@ import Testing
     /// out, so no progress shows until the relay answers) times out; the transport sends fewer
     /// envelopes per push from then on, and every record gets through, exactly once.
     @Test func aSlowUplinkStillGetsEveryRecordThrough() async throws {
-        var proxy: FaultProxy?
-        let (relay, a, b, owner, token) = try await Self.setUp(relayTimeoutSeconds: 3) { relay in
-            let p = try FaultProxy(upstreamPort: relay.port)
-            proxy = p
-            return p.url
-        }
-        let link = try #require(proxy)
+        let (relay, a, b, owner, token, link) = try await Self.setUpThroughProxy(relayTimeoutSeconds: 3)
         defer { link.stop() }
         link.set(.throttleRequests(bytesPerSecond: 60_000))
         // About 290 KB in one write, so in one push: 5 s at 60 KB/s, over A's 3 s timeout.
@@ -375,13 +369,7 @@ import Testing
     }
 
     @Test func aReplayedPushIsADuplicateAndStoredOnce() async throws {
-        var proxy: FaultProxy?
-        let (relay, a, b, owner, token) = try await Self.setUp { relay in
-            let p = try FaultProxy(upstreamPort: relay.port)
-            proxy = p
-            return p.url
-        }
-        let capture = try #require(proxy)
+        let (relay, a, b, owner, token, capture) = try await Self.setUpThroughProxy()
         defer { capture.stop() }
         // More than one push's worth (a relay push takes 2,000 envelopes).
         try await Self.write(2500, on: a, prefix: "r")

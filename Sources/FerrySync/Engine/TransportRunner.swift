@@ -879,10 +879,10 @@ final class TransportRunner: Sendable {
         return winners
     }
 
-    /// What became of one attempt to fetch an attachment.
     /// The most copies of one blob tried (a folder holds one per device that stored it).
     static let maxBlobCopies = 64
 
+    /// What became of one attempt to fetch an attachment.
     private enum Fetched {
         /// Fetched, verified and stored: the attachment is present.
         case stored

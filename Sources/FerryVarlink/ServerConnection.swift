@@ -321,19 +321,7 @@ final class ServerConnection: EventLoopHandler {
         switch outcome {
         case let .finished(finalReply):
             if let finalReply { enqueueFinal(finalReply) }
-            if finalReply != nil, core.budget.isExceeded {
-                flush()
-                if closed { return }
-                // Replies nobody reads are what holds the server's memory: the connections
-                // sitting on them go first; this one goes too if that is not enough and it
-                // holds more than its share (so the total stays within the cap plus one reply).
-                core.dropConnectionsNotReading(besides: id)
-                if core.budget.isExceeded, output.queuedBytes > core.budget.fairShare {
-                    core.log(.unreadRepliesDropped(peer: peer, held: output.queuedBytes, budget: core.budget.limit, stalled: .zero))
-                    close()
-                    return
-                }
-            }
+            if closed { return }
         case let .protocolViolation(reason):
             core.log(.protocolViolation(peer: peer, reason: reason))
             closeAfterAnswers()
@@ -357,10 +345,27 @@ final class ServerConnection: EventLoopHandler {
         if !closed { updateInterest() }
     }
 
+    /// Queues a call's final reply (every call has one, answered on the loop or by a task);
+    /// past the server's budget, keeps the total within it (`keepWithinBudget`), which may
+    /// close this connection.
     private func enqueueFinal(_ bytes: [UInt8]) {
-        guard !peerGone else { return }
+        guard !peerGone, !closed else { return }
         output.addUnconditionally(bytes.count)
         outgoing.append(bytes)
+        if core.budget.isExceeded { keepWithinBudget() }
+    }
+
+    /// Replies nobody reads are what holds the server's memory: the connections sitting on
+    /// them go first; this one goes too if that is not enough and it holds more than its share
+    /// (so the total stays within the cap plus one reply).
+    private func keepWithinBudget() {
+        flush()
+        if closed { return }
+        core.dropConnectionsNotReading(besides: id)
+        if core.budget.isExceeded, output.queuedBytes > core.budget.fairShare {
+            core.log(.unreadRepliesDropped(peer: peer, held: output.queuedBytes, budget: core.budget.limit, stalled: .zero))
+            close()
+        }
     }
 
     /// Closes this connection when it holds more than its fair share of the server's budget in
@@ -373,6 +378,7 @@ final class ServerConnection: EventLoopHandler {
     }
 
     private func flush() {
+        guard !closed else { return }
         if outgoing.isEmpty { lastRead = .now }
         if !outgoing.isEmpty && !peerGone {
             do {

@@ -48,6 +48,9 @@ enum TestInterface {
         # Objects numbered 0 to count - 1, the first also on its own.
         method Objects(count: int) -> (first: ?object, all: []object)
 
+        # `bytes` bytes of text, answered on the server's loop (no task).
+        method Padding(bytes: int) -> (data: string)
+
         method Shapes(
           items: []Item,
           tags: [string]string,
@@ -143,6 +146,9 @@ enum TestInterface {
                 throw VarlinkError("org.ferry.test.Custom", parameters: ["detail": call["detail"] ?? ""])
             },
             "Deep": VarlinkMethod { _, _ in [:] },
+            "Padding": .inline { call throws(VarlinkError) in
+                .values(["data": .string(String(repeating: "p", count: Int(call.parameters["bytes"]?.intValue ?? 0)))])
+            },
             "Objects": VarlinkMethod { call, _ in
                 let count = Int(call.parameters["count"]?.intValue ?? 0)
                 let all: [JSONValue] = (0..<count).map { ["i": .int(Int64($0)), "s": .string("{\"i\": \($0)}, [x]")] }

@@ -397,7 +397,9 @@ import Testing
     /// then the one whose reply would keep the total over the cap: the total stays within the
     /// cap plus one reply, and a client that reads is served. Before, every connection could
     /// always queue one whole reply, whatever the total (300 unread 8 MiB lists held 2.4 GiB).
-    @Test func unreadRepliesStayWithinTheBufferBudget() async throws {
+    /// Both ways a call is answered: by a task, and on the server's loop (an outside check
+    /// found the second one unchecked: a List flood held 850 MB).
+    @Test(arguments: [true, false]) func unreadRepliesStayWithinTheBufferBudget(_ byTask: Bool) async throws {
         var configuration = VarlinkServerConfiguration()
         configuration.maxBufferedBytes = 4 << 20
         configuration.fairShareBytes = 64 << 10
@@ -405,7 +407,8 @@ import Testing
             var silent: [RawConnection] = []
             for i in 0..<12 {
                 let raw = try server.raw()
-                await raw.sendCall(.test("Objects", ["count": 30_000]))   // about 1 MiB of reply
+                // About 1 MiB of reply each.
+                await raw.sendCall(byTask ? .test("Objects", ["count": 30_000]) : .test("Padding", ["bytes": .int(1 << 20)]))
                 silent.append(raw)
                 // The first four have not read for longer than the grace when the rest come.
                 if i == 3 { try await Task.sleep(for: .milliseconds(2300)) }

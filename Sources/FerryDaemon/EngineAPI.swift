@@ -484,6 +484,14 @@ struct EngineAPI: Sendable {
     /// would destroy the store or lock every client out. Symlinks in the path's directories are
     /// followed; the last component is replaced, not followed.
     static func exportTargetProblem(_ path: String, stateDirectory: String, socketPath: String) -> String? {
+        // "DIR/" names no file: the bundle's temporary file would go inside DIR, whatever it is.
+        guard !path.hasSuffix("/") else { return "\(path) is not a file path; pass a file name to write the bundle to" }
+        // Only a regular file (or a link, which is replaced, not followed) is replaced: a device
+        // node or a FIFO there (/dev/null) stays what it is.
+        var st = stat()
+        if lstat(path, &st) == 0, st.st_mode & S_IFMT != S_IFREG, st.st_mode & S_IFMT != S_IFLNK {
+            return "\(path) exists and is not a regular file; pass a new file name or a regular file to replace"
+        }
         func resolved(_ path: String) -> String? {
             let url = URL(fileURLWithPath: path)
             let name = url.lastPathComponent

@@ -22,8 +22,11 @@ public struct BundleExporter: Sendable {
     }
 
     public func export(to path: String) throws(BundleError) -> Summary {
-        let temporary = path + ".ferry-partial"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        // A name of its own, created new: never a file (or link) someone put there, so the
+        // bundle cannot be written through it into another file; concurrent exports to one
+        // path do not share it.
+        let temporary = path + ".ferry-partial-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw .io(path: temporary, operation: "create", errno: errno) }
         var summary = Summary()
         do throws(BundleError) {

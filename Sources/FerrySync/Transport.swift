@@ -39,14 +39,14 @@ public protocol Transport: AnyObject, Sendable {
     /// first); a caller that finds one damaged asks for the next.
     func getBlob(key: BlobKey, to path: String, copy: Int) async throws(TransportFailure) -> Bool
 
-    /// This device's own blobs whose files changed at or after `since` (seconds since 1970;
-    /// nil: all of them), for the engine to check and write again if damaged. Only a host whose
-    /// blobs can vanish (`blobsCanVanish`) has any to give: a sync tool may cut such a file
-    /// short or replace it with a damaged copy without this device knowing.
-    func ownBlobsChanged(since: Int64?) async throws(TransportFailure) -> [BlobKey]
+    /// The blobs with a copy (this device's or another's) whose file changed at or after
+    /// `since` (seconds since 1970; nil: all of them), for the engine to check: only a host
+    /// whose blobs can vanish (`blobsCanVanish`) has any to give, since a sync tool may cut such
+    /// a file short or replace it with a damaged copy without any device knowing.
+    func blobsChanged(since: Int64?) async throws(TransportFailure) -> Set<BlobKey>
 
-    /// Writes this device's copy of blob `key` again from the file at `path`, replacing a
-    /// damaged one.
+    /// Writes this device's copy of blob `key` from the file at `path`, replacing its own
+    /// damaged one if there is one (a host with one copy of a blob replaces that).
     func replaceBlob(key: BlobKey, from path: String) async throws(TransportFailure)
 
     /// What the transport can tell about itself (reachable, writable, problems seen).
@@ -77,7 +77,7 @@ extension Transport {
     public func getBlob(key: BlobKey, to path: String) async throws(TransportFailure) -> Bool {
         try await getBlob(key: key, to: path, copy: 0)
     }
-    public func ownBlobsChanged(since: Int64?) async throws(TransportFailure) -> [BlobKey] { [] }
+    public func blobsChanged(since: Int64?) async throws(TransportFailure) -> Set<BlobKey> { [] }
     public func replaceBlob(key: BlobKey, from path: String) async throws(TransportFailure) {
         try await putBlob(key: key, from: path)
     }

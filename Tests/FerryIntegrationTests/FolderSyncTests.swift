@@ -234,6 +234,22 @@ import Testing
         try await c.addFolder(dir.path)
         #expect(try await eventually(.seconds(30)) { await attachment(c, two.sha256) == second }, "\(c.logTail)")
         #expect(c.logTail.contains("refused"), "the damaged copy was read first: \(c.logTail)")
+
+        // b is gone for good with the only copy left, damaged: a, which has the bytes, writes
+        // its own again at its next check, and a new device gets the attachment.
+        _ = c.harness.stop()
+        _ = b.harness.stop()
+        try FileManager.default.removeItem(atPath: aCopy)
+        let bCopy = try #require(copies.first { $0 != aCopy })
+        #expect(truncate(bCopy, 100) == 0)
+        try await a.client().setSyncPaused(false)
+        try await a.client().syncNow()
+        #expect(try await eventually(.seconds(30)) { FileManager.default.fileExists(atPath: aCopy) }, "\(a.logTail)")
+        let d = try SyncDevice("d", attachmentWaitSeconds: 1)
+        try d.start()
+        try await d.joinOwner(of: a)
+        try await d.addFolder(dir.path)
+        #expect(try await eventually(.seconds(30)) { await attachment(d, two.sha256) == second }, "\(d.logTail)")
     }
 
     @Test func aStaleDeviceDoesNotBringADeletedRecordBackAndCatchesUp() async throws {

@@ -524,8 +524,10 @@ final class TransportRunner: Sendable {
         var putBack = 0
         var repaired = 0
         var checked = Set<String>()
-        // This device's blob files that changed since the last check that finished (all of
-        // them the first time): each is read back and written again if it does not open.
+        // The blobs of which a copy changed since the last check that finished (all of them the
+        // first time): each copy is read back, and when one does not open this device writes
+        // its own (over its own damaged one), so a good copy is there even when the device
+        // whose copy was damaged is gone.
         let progressKey = "blobs-checked:" + name
         let started = Int64(Date().timeIntervalSince1970) - 2
         let changed: Set<BlobKey>
@@ -533,7 +535,7 @@ final class TransportRunner: Sendable {
             let since = try await local("reading progress") { () throws(FerryError) in
                 try store.progress(space: space, key: progressKey).flatMap { Int64($0) }
             }
-            changed = Set(try await transport.ownBlobsChanged(since: since))
+            changed = try await transport.blobsChanged(since: since)
         } catch {
             log(.debug, "\(info.name): cannot check attachment blobs: \(error)", fields)
             return
@@ -556,7 +558,7 @@ final class TransportRunner: Sendable {
                 let key = keys.blobKey(sha256: sha)
                 do {
                     if try await transport.hasBlob(key: key) {
-                        if changed.contains(key), try await !ownBlobOpens(sha, key: key) {
+                        if changed.contains(key), try await !everyCopyOpens(sha, key: key) {
                             try await upload(sha, from: path, key: key, replacing: true)
                             repaired += 1
                         }
@@ -576,29 +578,30 @@ final class TransportRunner: Sendable {
                 + "(deleted by a user or the sync tool); they were written again", fields)
         }
         if repaired > 0 {
-            log(.warning, "\(info.name): \(repaired) attachment file(s) of this device were damaged on the transport "
-                + "(cut short or altered by the sync tool); they were written again", fields)
+            log(.warning, "\(info.name): \(repaired) attachment file(s) were damaged on the transport "
+                + "(cut short or altered by the sync tool); this device wrote them again", fields)
         }
         _ = try? await local("saving progress") { () throws(FerryError) in
             try store.setProgress(space: space, key: progressKey, value: String(started))
         }
     }
 
-    /// Whether this device's own copy of blob `key` (the transport's first copy) opens to
-    /// attachment `sha`; true when it has none (another device's copy serves).
-    private func ownBlobOpens(_ sha: String, key: BlobKey) async throws(SyncFailure) -> Bool {
+    /// Whether every copy of blob `key` the transport holds opens to attachment `sha`.
+    private func everyCopyOpens(_ sha: String, key: BlobKey) async throws(SyncFailure) -> Bool {
         let sealed = scratchPath("check")
         let plain = scratchPath("plain")
         defer { unlink(sealed); unlink(plain) }
-        let found: Bool
-        do { found = try await transport.getBlob(key: key, to: sealed, copy: 0) } catch { throw .transport(error) }
-        guard found else { return true }
-        do {
-            try blobs.open(file: sealed, to: plain, expectedSHA256: sha, maxBytes: Int64(store.configuration.maxAttachmentBytes))
-            return true
-        } catch {
-            return false
+        for copy in 0..<Self.maxBlobCopies {
+            let found: Bool
+            do { found = try await transport.getBlob(key: key, to: sealed, copy: copy) } catch { throw .transport(error) }
+            guard found else { return true }
+            do {
+                try blobs.open(file: sealed, to: plain, expectedSHA256: sha, maxBytes: Int64(store.configuration.maxAttachmentBytes))
+            } catch {
+                return false
+            }
         }
+        return true
     }
 
     // MARK: Pull

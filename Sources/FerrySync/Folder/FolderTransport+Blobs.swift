@@ -48,17 +48,22 @@ extension FolderTransport {
         return try await Blocking.run { () throws(TransportFailure) in try self.getBlobNow(key: key, to: destination, copy: copy) }
     }
 
-    /// This device's blobs whose files changed at or after `since` (all when nil): cut short,
-    /// replaced or altered by the sync tool, or written by this device since then.
-    public func ownBlobsChanged(since: Int64?) async throws(TransportFailure) -> [BlobKey] {
+    /// The blobs of which some device's copy changed at or after `since` (all when nil): cut
+    /// short, replaced or altered by the sync tool, or written since then. One stat per blob
+    /// file of the owner's devices.
+    public func blobsChanged(since: Int64?) async throws(TransportFailure) -> Set<BlobKey> {
         try await Blocking.run { () throws(TransportFailure) in
-            let dir = self.ownDirectory + "/blobs"
             do throws(FolderIOError) {
-                guard try FolderIO.kind(of: dir)?.isDirectory == true else { return [] }
-                var changed: [BlobKey] = []
-                for name in try FolderIO.list(dir, limit: Self.maxDirectoryEntries) where FolderFileName.isValidBlobKey(name) {
-                    guard let at = try FolderIO.changed(dir + "/" + name) else { continue }
-                    if since.map({ at >= $0 }) ?? true { changed.append(name) }
+                guard try FolderIO.kind(of: self.ownerDirectory)?.isDirectory == true else { return [] }
+                var changed = Set<BlobKey>()
+                for device in try FolderIO.list(self.ownerDirectory, limit: Self.maxDirectoryEntries) where FolderFileName.device(device) != nil {
+                    let dir = self.ownerDirectory + "/" + device + "/blobs"
+                    guard try FolderIO.kind(of: dir)?.isDirectory == true else { continue }
+                    for name in try FolderIO.list(dir, limit: Self.maxDirectoryEntries)
+                    where FolderFileName.isValidBlobKey(name) && !changed.contains(name) {
+                        guard let at = try FolderIO.changed(dir + "/" + name) else { continue }
+                        if since.map({ at >= $0 }) ?? true { changed.insert(name) }
+                    }
                 }
                 return changed
             } catch {

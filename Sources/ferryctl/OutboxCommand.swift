@@ -36,7 +36,7 @@ enum OutboxCommand: Command {
         Output.out(table.render())
         // The table cuts long texts; each distinct one is given whole once, with what to do.
         let whole = problems(entries)
-        if !whole.isEmpty { Output.out("\n" + whole.joined(separator: "\n")) }
+        if !whole.isEmpty { Output.out("\n" + whole.joined(separator: "\n") + "\n") }
         if more {
             Output.note("more entries wait than the \(entries.count) shown: 'ferryctl status' counts them; --limit N shows up to N (100000 at most)")
         }

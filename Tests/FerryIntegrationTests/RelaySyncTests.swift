@@ -187,7 +187,7 @@ import Testing
         // ferryctl's table cuts the text; below it the whole text says what to do, once.
         let ctlHeld = try CtlRunner(socket: a.harness.socketPath).run(["outbox", "--errors"])
         #expect(ctlHeld.status == 0 && ctlHeld.stdout.components(separatedBy: "relay: held: ").count == 2
-                && ctlHeld.stdout.contains("ferry-relay admin set-quota"), "\(ctlHeld)")
+                && ctlHeld.stdout.contains("ferry-relay admin set-quota") && ctlHeld.stdout.hasSuffix("\n"), "\(ctlHeld)")
         let summary = try CtlRunner(socket: a.harness.socketPath).run(["status"])
         #expect(summary.stdout.contains("200 pending, 0 rejected, held by relay"), "\(summary)")
         // The user removes the relay's copy; the next round (SyncNow ends the backoff) fits.

@@ -211,6 +211,35 @@ final class TransportRunner: Sendable {
         }
     }
 
+    /// After the host refused `batch` for its quota: pushes as much of it as fits, in halves (a
+    /// backlog held as a whole may fit in part once deletions freed room), and marks what the
+    /// host took (`Store.recordAhead`), so it is not offered again; the rest waits for the quota
+    /// backoff. Stops at the first envelope that does not fit on its own, or any other failure:
+    /// about twice log2(count) requests.
+    private func pushWhatFits(_ batch: PreparedBatch) async {
+        let name = info.name
+        let middle = batch.envelopes.count / 2
+        var ranges: [Range<Int>] = [0..<middle, middle..<batch.envelopes.count]
+        var taken = 0
+        while !ranges.isEmpty, !Task.isCancelled {
+            let range = ranges.removeFirst()
+            let outcomes: [PushOutcome]
+            do throws(TransportFailure) {
+                outcomes = try await Self.push(batch.envelopes[range], to: transport)
+            } catch {
+                guard case .quotaExceeded = error, range.count > 1 else { break }
+                let half = range.lowerBound + range.count / 2
+                ranges.insert(contentsOf: [range.lowerBound..<half, half..<range.upperBound], at: 0)
+                continue
+            }
+            let items = range.map { (rid: batch.rids[$0], version: batch.versions[$0]) }
+            guard let took = await recordTakenAhead(items, outcomes, since: batch.since) else { break }
+            taken += took.taken
+        }
+        guard taken > 0 else { return }
+        log(.info, "\(name) is over its quota: \(taken) of \(batch.envelopes.count) record(s) fitted and went; the rest waits", fields)
+    }
+
     /// Pushes the deletions the outbox holds for the transport, past its backlog, batch after
     /// batch, and records what the transport took (`Store.recordAhead`). Returns how many it
     /// stored (not counting those it had), and how long reading the outbox took. Stops at the
@@ -235,31 +264,44 @@ final class TransportRunner: Sendable {
             } catch {
                 break
             }
-            guard outcomes.count == fresh.count else { break }
-            var acked: [(rid: Int64, hlc: Stamp)] = []
-            for (item, outcome) in zip(fresh, outcomes) {
-                switch outcome {
-                case .accepted:
-                    acked.append((item.rid, item.version.hlc))
-                    stored += 1
-                case .duplicate:
-                    acked.append((item.rid, item.version.hlc))
-                case .rejected(let why):
-                    log(.warning, "\(name) refused \(item.version.entity)/\(item.version.id): \(why)",
-                        fields.merging(["entity": item.version.entity], uniquingKeysWith: { a, _ in a }))
-                    try? await local("recording a refusal by \(name)") { () throws(FerryError) in
-                        try store.reject(space: space, transport: name, key: item.version.key, hlc: item.version.hlc, error: why)
-                    }
-                }
-            }
-            let took = acked
-            guard (try? await local("recording what \(name) took", { () throws(FerryError) in
-                try store.recordAhead(space: space, transport: name, since: since, acked: took)
-            })) != nil else { break }
-            healthState.withLock { $0.pushed += Int64(took.count) }
+            guard let took = await recordTakenAhead(fresh.map { ($0.rid, $0.version) }, outcomes, since: since) else { break }
+            stored += took.stored
             if items.count < limit { break }
         }
         return (stored, reading)
+    }
+
+    /// Records what the transport answered for versions pushed past its cursor: those it
+    /// stored or had are marked taken ahead (`Store.recordAhead`), those it refused are
+    /// refusals (logged). Returns how many it took and how many of those it stored new, or nil
+    /// when the answer does not fit the push or could not be recorded.
+    private func recordTakenAhead(_ items: [(rid: Int64, version: RecordVersion)], _ outcomes: [PushOutcome],
+                                  since: Int64) async -> (taken: Int, stored: Int)? {
+        let store = self.store, space = self.space, name = info.name
+        guard outcomes.count == items.count else { return nil }
+        var acked: [(rid: Int64, hlc: Stamp)] = []
+        var stored = 0
+        for (item, outcome) in zip(items, outcomes) {
+            switch outcome {
+            case .accepted:
+                acked.append((item.rid, item.version.hlc))
+                stored += 1
+            case .duplicate:
+                acked.append((item.rid, item.version.hlc))
+            case .rejected(let why):
+                log(.warning, "\(name) refused \(item.version.entity)/\(item.version.id): \(why)",
+                    fields.merging(["entity": item.version.entity], uniquingKeysWith: { a, _ in a }))
+                try? await local("recording a refusal by \(name)") { () throws(FerryError) in
+                    try store.reject(space: space, transport: name, key: item.version.key, hlc: item.version.hlc, error: why)
+                }
+            }
+        }
+        let took = acked
+        guard (try? await local("recording what \(name) took", { () throws(FerryError) in
+            try store.recordAhead(space: space, transport: name, since: since, acked: took)
+        })) != nil else { return nil }
+        healthState.withLock { $0.pushed += Int64(took.count) }
+        return (took.count, stored)
     }
 
     /// One sealed batch, ready to push: its attachments are on the transport already.
@@ -322,6 +364,7 @@ final class TransportRunner: Sendable {
             case .success(let o): outcomes = o
             case .failure(let e):
                 await abandon()
+                if case .quotaExceeded = e, batch.envelopes.count > 1 { await pushWhatFits(batch) }
                 throw .transport(e)
             }
             do {

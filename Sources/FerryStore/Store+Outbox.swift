@@ -315,11 +315,13 @@ extension Store {
             guard let cursor = try Self.pushCursor(sid: sid, transport: transport, in: db) else { return }
             // Read before the transport started over: what it answered is about a place that lost it.
             if since != cursor.since { return }
+            // Delivery rows (refusals, marks) are rare: without any, there is nothing to clear.
+            let deliveryRows = try Self.hasRefusals(transport: transport, in: db)
             if cursor.sent >= from && through > cursor.sent {
                 let move = try db.cached("UPDATE transports SET sent = ? WHERE sid = ? AND name = ?")
                 move.bind(1, through); move.bind(2, sid); move.bind(3, transport)
                 try move.run()
-                if try Self.hasRefusals(transport: transport, in: db) {
+                if deliveryRows {
                     // Marks of versions taken ahead (`recordAhead`) whose records the cursor has
                     // now passed say nothing the cursor does not.
                     let passed = try db.cached("""
@@ -330,7 +332,7 @@ extension Store {
                     try passed.run()
                 }
             }
-            if cursor.sent >= from, !acked.isEmpty, try Self.hasRefusals(transport: transport, in: db) {
+            if cursor.sent >= from, !acked.isEmpty, deliveryRows {
                 let cleared = try db.cached(
                     "DELETE FROM outbox_delivery WHERE rid = ? AND transport = ? AND (error_hlc IS NULL OR error_hlc <= ?)")
                 for ack in acked {

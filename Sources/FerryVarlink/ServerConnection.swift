@@ -459,8 +459,7 @@ final class ServerConnection: EventLoopHandler {
         // Bytes left unread in the socket make the kernel reset the connection instead of
         // ending it, and a reset discards the replies the client has not read yet (a refused
         // peer's PermissionDenied, the answers before a protocol violation): what is there now
-        // is taken first (peeked bytes included), up to a bound.
-        takePeekedBytes()
+        // is taken first (the peeked bytes are still there too), up to a bound.
         discardReceived(upTo: 1 << 20)
         closed = true
         core.loop.deregisterAndClose(fd, token: token)

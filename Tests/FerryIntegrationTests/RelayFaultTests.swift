@@ -180,28 +180,24 @@ import Testing
         let attachment = try await a.client().putAttachment(data: bytes)
         try await b.client().setSyncPaused(true)
 
-        _ = try await a.client().put(entity: "note", id: "with-blob", payload: ["v": 1], attachments: [attachment.sha256])
-        for cut in [20_000, 300_000, 1_000_000] {
+        /// Sets `mode`, has `device` sync, and expects a cut to have happened and the device to
+        /// be running a second later.
+        func cut(_ mode: FaultProxy.Mode, on device: SyncDevice) async throws {
             let cutsBefore = faults.cuts
-            faults.set(.resetRequest(afterBytes: cut))
-            try await a.client().syncNow()
-            #expect(try await eventually(.seconds(30)) { faults.cuts > cutsBefore }, "\(a.logTail)")
+            faults.set(mode)
+            try await device.client().setSyncPaused(false)
+            try await device.client().syncNow()
+            #expect(try await eventually(.seconds(30)) { faults.cuts > cutsBefore }, "no cut with \(mode): \(device.logTail)")
             try await Task.sleep(for: .seconds(1))
-            #expect(a.harness.isRunning, "cut at \(cut): \(a.logTail)")
+            #expect(device.harness.isRunning, "\(mode): \(device.logTail)")
         }
+        _ = try await a.client().put(entity: "note", id: "with-blob", payload: ["v": 1], attachments: [attachment.sha256])
+        for bytes in [20_000, 300_000, 1_000_000] { try await cut(.resetRequest(afterBytes: bytes), on: a) }
 
         faults.set(.pass)
         try await a.client().syncNow()
         #expect(try await eventually(.seconds(60)) { try await a.client().outbox().isEmpty }, "\(a.logTail)")
-        for cut in [60, 100, 3000] {
-            let cutsBefore = faults.cuts
-            faults.set(.dropBlobResponse(afterBytes: cut))
-            try await b.client().setSyncPaused(false)
-            try await b.client().syncNow()
-            #expect(try await eventually(.seconds(30)) { faults.cuts > cutsBefore }, "no blob download was cut at \(cut)")
-            try await Task.sleep(for: .seconds(1))
-            #expect(b.harness.isRunning, "cut at \(cut): \(b.logTail)")
-        }
+        for bytes in [60, 100, 3000] { try await cut(.dropBlobResponse(afterBytes: bytes), on: b) }
         faults.set(.pass)
         try await b.client().syncNow()
         #expect(try await eventually(.seconds(60)) {

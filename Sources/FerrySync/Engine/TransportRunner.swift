@@ -635,16 +635,33 @@ final class TransportRunner: Sendable {
         let plain = scratchPath("plain")
         defer { unlink(sealed); unlink(plain) }
         for copy in 0..<Self.maxBlobCopies {
-            let found: Bool
-            do { found = try await transport.getBlob(key: key, to: sealed, copy: copy) } catch { throw .transport(error) }
-            guard found else { return true }
-            do {
-                try blobs.open(file: sealed, to: plain, expectedSHA256: sha, maxBytes: Int64(store.configuration.maxAttachmentBytes))
-            } catch {
-                return false
+            switch try await openCopy(copy, of: sha, key: key, sealed: sealed, plain: plain) {
+            case .absent: return true
+            case .opened: continue
+            case .refused: return false
             }
         }
         return true
+    }
+
+    /// What copy number `copy` of a blob is: not there, opened to its attachment (the bytes are
+    /// at `plain`), or there but refused with why.
+    private enum Copy {
+        case absent, opened, refused(any Error)
+    }
+
+    /// Fetches copy number `copy` of blob `key` to `sealed` and opens it to `plain`, checking it
+    /// is attachment `sha`.
+    private func openCopy(_ copy: Int, of sha: String, key: BlobKey, sealed: String, plain: String) async throws(SyncFailure) -> Copy {
+        let found: Bool
+        do { found = try await transport.getBlob(key: key, to: sealed, copy: copy) } catch { throw .transport(error) }
+        guard found else { return .absent }
+        do {
+            try blobs.open(file: sealed, to: plain, expectedSHA256: sha, maxBytes: Int64(store.configuration.maxAttachmentBytes))
+            return .opened
+        } catch {
+            return .refused(error)
+        }
     }
 
     // MARK: Pull
@@ -949,18 +966,15 @@ final class TransportRunner: Sendable {
         // A damaged copy (cut short or altered by a sync tool) does not hide a good one that
         // another device stored.
         var opened = false
-        for copy in 0..<Self.maxBlobCopies {
-            let found: Bool
-            do { found = try await transport.getBlob(key: key, to: sealed, copy: copy) } catch { throw .transport(error) }
-            if !found {
+        copies: for copy in 0..<Self.maxBlobCopies {
+            switch try await openCopy(copy, of: sha, key: key, sealed: sealed, plain: plain) {
+            case .absent:
                 if copy == 0 { return .notThere }
-                break
-            }
-            do {
-                try blobs.open(file: sealed, to: plain, expectedSHA256: sha, maxBytes: Int64(store.configuration.maxAttachmentBytes))
+                break copies
+            case .opened:
                 opened = true
-                break
-            } catch {
+                break copies
+            case .refused(let error):
                 let why = "attachment \(sha.prefix(12))… of \(owner): \(error)"
                 log(.warning, "\(info.name) delivered a blob that was refused: \(why)", fields)
                 healthState.withLock { $0.refused += 1; $0.lastRefusal = why }

@@ -61,16 +61,7 @@ final class HTTP1Client: Sendable {
     /// - Throws: `HTTP1ClientError`: `.cancelled` when the awaiting task was cancelled,
     ///   `.timedOut`, or why the connection or the response failed.
     func send(_ request: HTTP1Request) async throws(HTTP1ClientError) -> HTTP1Response {
-        let cancellation = try HTTP1Cancellation()
-        defer { cancellation.close() }
-        let result = await withTaskCancellationHandler {
-            // A thread at once (`Blocking` gives each call a serial queue of its own), so
-            // long-polls never hold anything else back.
-            await Blocking.run { Result { () throws(HTTP1ClientError) in try self.perform(request, cancellation) } }
-        } onCancel: {
-            cancellation.cancel()
-        }
-        return try result.get()
+        try await transfer(request, maxBodyBytes: maxBodyBytes)
     }
 
     /// Sends `request` with its body read from the file at `bodyFrom` (when given), and writes
@@ -84,6 +75,8 @@ final class HTTP1Client: Sendable {
         let cancellation = try HTTP1Cancellation()
         defer { cancellation.close() }
         let result = await withTaskCancellationHandler {
+            // A thread at once (`Blocking` gives each call a serial queue of its own), so
+            // long-polls never hold anything else back.
             await Blocking.run {
                 Result { () throws(HTTP1ClientError) in
                     try self.performTransfer(request, bodyFrom: bodyFrom, bodyTo: bodyTo, maxBodyBytes: maxBodyBytes, cancellation)
@@ -95,6 +88,7 @@ final class HTTP1Client: Sendable {
         return try result.get()
     }
 
+    /// The blocking part of `transfer` (and `send`), on a thread of its own.
     private func performTransfer(_ request: HTTP1Request, bodyFrom: String?, bodyTo: String?, maxBodyBytes: Int,
                                  _ cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> HTTP1Response {
         var request = request
@@ -158,11 +152,6 @@ final class HTTP1Client: Sendable {
             defer { pool.idle = [] }
             return pool.idle
         }
-    }
-
-    /// The blocking part of `send`, on a thread of its own.
-    private func perform(_ request: HTTP1Request, _ cancellation: HTTP1Cancellation) throws(HTTP1ClientError) -> HTTP1Response {
-        try performTransfer(request, bodyFrom: nil, bodyTo: nil, maxBodyBytes: maxBodyBytes, cancellation)
     }
 
     /// The most recently used idle connection that is still open, if any.

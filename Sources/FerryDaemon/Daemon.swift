@@ -42,6 +42,11 @@ public enum Daemon {
                 + String(status.st_mode & 0o777, radix: 8) + "): make it private with 'chmod 600 \(configPath)'\n").utf8))
         }
         if options.checkConfig {
+            for t in config.transports {
+                if let missing = DeclaredTransports.missingFolder(t) {
+                    FileHandle.standardError.write(Data("ferryd: warning: \(configPath):\(t.sectionLine): [Transport \(t.name)]: \(missing)\n".utf8))
+                }
+            }
             let problems = startUpProblems(config, configPath: configPath)
             if !problems.isEmpty {
                 FileHandle.standardError.write(Data(("ferryd: " + problems.joined(separator: "\nferryd: ") + "\n").utf8))
@@ -62,9 +67,16 @@ public enum Daemon {
     /// than a Unix socket's. For `--check-config`; each names where to look.
     static func startUpProblems(_ config: DaemonConfiguration, configPath: String) -> [String] {
         var problems: [String] = []
+        var taken: [(t: DaemonConfiguration.DeclaredTransport, info: TransportInfo)] = []
         for t in config.transports {
             do throws(TransportConfiguration.Problem) {
-                _ = try DeclaredTransports.configuration(of: t)
+                let configuration = try DeclaredTransports.configuration(of: t)
+                if let twin = taken.first(where: { $0.t.space == t.space && TransportConfiguration.samePlace($0.info, kind: t.kind, config: configuration) }) {
+                    problems.append("\(configPath):\(t.sectionLine): [Transport \(t.name)] would not be used: [Transport \(twin.t.name)] "
+                        + "of space \(t.space) syncs through the same place; keep one of them")
+                    continue
+                }
+                taken.append((t, TransportInfo(space: t.space, name: t.name, kind: t.kind, config: configuration)))
             } catch {
                 problems.append("\(configPath):\(t.sectionLine): [Transport \(t.name)] would not be used: \(error.message)")
             }

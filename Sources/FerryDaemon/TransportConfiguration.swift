@@ -16,8 +16,10 @@ enum TransportConfiguration {
 
     static let kinds = ["folder", "relay"]
 
-    /// The configuration text of a new transport.
-    static func make(kind: String, location: String) throws(Problem) -> String {
+    /// The configuration text of a new transport. With `mustExist` false, a folder that does not
+    /// exist (yet) is taken: the transport is unavailable until it is there (a folder declared in
+    /// ferryd.conf on a file system mounted after ferryd starts).
+    static func make(kind: String, location: String, mustExist: Bool = true) throws(Problem) -> String {
         switch kind {
         case "folder":
             guard location.hasPrefix("/"), location.utf8.count < 4096, !location.utf8.contains(0) else {
@@ -30,7 +32,8 @@ enum TransportConfiguration {
                 throw Problem(parameter: "location", message: "a folder transport needs the absolute path of a directory (ferryctl resolves relative ones)")
             }
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: location, isDirectory: &isDirectory), isDirectory.boolValue else {
+            let exists = FileManager.default.fileExists(atPath: location, isDirectory: &isDirectory)
+            guard (exists && isDirectory.boolValue) || (!exists && !mustExist) else {
                 throw Problem(parameter: "location", message: "\(location) is not an existing directory: create it (or start the sync tool that provides it) first")
             }
             // A folder ferryd cannot write is still taken: it reads what the other devices wrote
@@ -92,8 +95,12 @@ enum TransportConfiguration {
     /// Whether a new configuration of an existing transport points at the same place (the same
     /// kind and folder or relay URL; a new token is still the same place). When it does not,
     /// the transport starts over: what it had sent and read belongs to the old place.
+    /// A folder is the same place through a symbolic link too.
     static func samePlace(_ existing: TransportInfo, kind: String, config: String) -> Bool {
-        existing.kind == kind && location(of: existing) == location(ofConfig: config)
+        guard existing.kind == kind, let old = location(of: existing), let new = location(ofConfig: config) else { return false }
+        if old == new { return true }
+        guard kind == "folder" else { return false }
+        return URL(fileURLWithPath: old).resolvingSymlinksInPath().path == URL(fileURLWithPath: new).resolvingSymlinksInPath().path
     }
 
     /// Builds the transport a kept configuration describes. A folder transport keeps what it

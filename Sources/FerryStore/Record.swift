@@ -104,6 +104,13 @@ public struct TransportInfo: Sendable, Hashable {
     public var kind: String
     /// Transport-specific configuration (JSON text).
     public var config: String
+
+    public init(space: String, name: String, kind: String, config: String) {
+        self.space = space
+        self.name = name
+        self.kind = kind
+        self.config = config
+    }
 }
 
 /// Store-wide counts.

@@ -27,7 +27,16 @@ enum OwnerCommand: Command {
             } else {
                 Output.line("owner \(owner)")
                 Output.line(phrase)
-                Output.note("Keep this phrase secret: it opens everything the space syncs. Restore it on another device with 'ferryctl owner restore \"PHRASE\"'.")
+                if let space = context.space, space != "private" {
+                    // Restored into the other device's private space, this phrase would send that
+                    // device's private records to everyone who shares this space.
+                    Output.note("Keep this phrase secret: it opens everything the space syncs. On another device, create the space "
+                        + "('ferryctl space create \(space)', unless it is there) and restore it into that space: "
+                        + "'ferryctl --space \(space) owner restore \"PHRASE\"'. Without --space it would become that device's private "
+                        + "space, whose records would then go to everyone who shares \(space).")
+                } else {
+                    Output.note("Keep this phrase secret: it opens everything the space syncs. Restore it on another device with 'ferryctl owner restore \"PHRASE\"'.")
+                }
             }
         case "restore":
             guard arguments.positionals.count >= 2 else { throw .usage("missing PHRASE") }

@@ -367,8 +367,13 @@ import FerryVarlink
         }
         let usage = try runCommand(ferryd, ["--frobnicate"])
         #expect(usage.status == 2 && usage.output.contains("usage: ferryd"))
-        // A transport start-up could not use fails the check, as does a socket path too long.
+        // A declared folder that is not there yet is taken, with a warning (the transport waits
+        // for it); a transport start-up could not use fails the check, as does a socket path too long.
         try "[Transport t1]\nKind=folder\nLocation=/nonexistent-ferry-folder\n".write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        let waiting = try runCommand(ferryd, ["--config", daemon.configPath, "--check-config"])
+        #expect(waiting.status == 0 && waiting.output.contains("ferryd: warning: \(daemon.configPath):1: [Transport t1]: /nonexistent-ferry-folder is not an existing directory (yet)"),
+                "\(waiting.output)")
+        try "[Transport t1]\nKind=folder\nLocation=/synced/ferry-v1/0123\n".write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         let unusable = try runCommand(ferryd, ["--config", daemon.configPath, "--check-config"])
         #expect(unusable.status == 1 && unusable.output.contains("ferryd.conf:1: [Transport t1] would not be used"), "\(unusable.output)")
         try "".write(toFile: daemon.configPath, atomically: true, encoding: .utf8)

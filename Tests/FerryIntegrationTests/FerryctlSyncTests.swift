@@ -40,6 +40,17 @@ import Testing
         // The same folder under another name (spelled differently) would write the same files.
         let twin = try ca.run(["transport", "add", "g", "folder", folder.path + "/./"])
         #expect(twin.status == 1 && twin.stderr.contains("transport f of space private already syncs through"), "\(twin)")
+        // Through a symbolic link too.
+        let link = TempDir("ctl-folder-link")
+        try FileManager.default.createSymbolicLink(atPath: link.path + "/l", withDestinationPath: folder.path)
+        let linked = try ca.run(["transport", "add", "g", "folder", link.path + "/l"])
+        #expect(linked.status == 1 && linked.stderr.contains("transport f of space private already syncs through"), "\(linked)")
+        // A shared space's phrase is to be restored into a space of that name, not the private one.
+        #expect(try ca.run(["space", "create", "team"]).status == 0)
+        let team = try ca.run(["--space", "team", "owner", "show-phrase"])
+        #expect(team.status == 0 && team.stderr.contains("'ferryctl --space team owner restore \"PHRASE\"'")
+                && team.stderr.contains("Without --space"), "\(team)")
+        #expect(!human.stderr.contains("--space"), "\(human)")
         // A second space of the same owner would write them too: the restore is refused.
         #expect(try cb.run(["space", "create", "dup"]).status == 0)
         let dup = try cb.run(["--space", "dup", "owner", "restore", phrase])

@@ -553,4 +553,52 @@ import Testing
         #expect(try await eventually(.seconds(10)) { try await client.transports().map(\.name) == ["by-hand"] })
         #expect(daemon.stop() == 0)
     }
+
+    /// A declared folder that is not there (yet: a late mount, a sync tool not started) is
+    /// taken and waits, unavailable, and is used once it appears, with no reload; gone again at
+    /// a reload, the transport stays. A section that cannot be used as written keeps the
+    /// transport it declared before as it was; a second section at the same place (through a
+    /// symbolic link) is not used. Before, each of these removed the transport, and a reload
+    /// after the folder came back started it over.
+    @Test func aDeclaredTransportWaitsForItsFolderAndSurvivesASectionItCannotUse() async throws {
+        let top = TempDir("folder-conf-late")
+        let folder = top.path + "/mount"
+        let base = "[Store]\nDurability=normal\n[Sync]\nPollIntervalSeconds=1\n"
+        let section = "[Transport late]\nKind=folder\nLocation=\(folder)\n"
+        let daemon = try DaemonHarness(config: base + section, name: "conf-late")
+        try daemon.start()
+        let client = try FerryClient(socketPath: daemon.socketPath)
+        #expect(try await client.transports().map(\.name) == ["late"])
+        #expect(daemon.log.contains("is not an existing directory (yet)"), "\(daemon.log)")
+        _ = try await client.put(entity: "note", id: "n1", payload: ["v": 1])
+        #expect(try await eventually(.seconds(20)) { try await client.transports().first?.problem?.contains("missing") == true })
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        #expect(try await eventually(.seconds(30)) { try await client.outbox(limit: 1).isEmpty }, "\(daemon.log)")
+        #expect(filesBelow(folder).contains { $0.hasSuffix(".fseg") })
+        // Gone at a reload: kept, not removed and not started over.
+        try FileManager.default.moveItem(atPath: folder, toPath: top.path + "/away")
+        kill(daemon.process!.processIdentifier, SIGHUP)
+        try await Task.sleep(for: .seconds(1))
+        #expect(try await client.transports().map(\.name) == ["late"])
+        try FileManager.default.moveItem(atPath: top.path + "/away", toPath: folder)
+        kill(daemon.process!.processIdentifier, SIGHUP)
+        try await Task.sleep(for: .seconds(1))
+        // Configured once, at the start: never removed, added again or started over.
+        #expect(daemon.log.components(separatedBy: "transport late (folder) of space private configured").count == 2, "\(daemon.log)")
+        #expect(!daemon.log.contains("no longer declares transport late"), "\(daemon.log)")
+        // A location it cannot use: the transport keeps its previous one.
+        try (base + "[Transport late]\nKind=folder\nLocation=\(folder)/ferry-v1/x\n").write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        kill(daemon.process!.processIdentifier, SIGHUP)
+        #expect(try await eventually(.seconds(10)) { daemon.log.contains("keeps its previous configuration") }, "\(daemon.log)")
+        #expect(try await client.transports().map(\.location) == [folder])
+        // A second section at the same place, through a symbolic link: not used.
+        try FileManager.default.createSymbolicLink(atPath: top.path + "/link", withDestinationPath: folder)
+        try (base + section + "[Transport twin]\nKind=folder\nLocation=\(top.path)/link\n").write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        kill(daemon.process!.processIdentifier, SIGHUP)
+        #expect(try await eventually(.seconds(10)) { daemon.log.contains("transport late of space private already syncs through") }, "\(daemon.log)")
+        #expect(try await client.transports().map(\.name) == ["late"])
+        let check = try runCommand(try Executables.path("ferryd"), ["--config", daemon.configPath, "--check-config"])
+        #expect(check.status == 1 && check.output.contains("[Transport twin] would not be used: [Transport late]"), "\(check.output)")
+        #expect(daemon.stop() == 0)
+    }
 }

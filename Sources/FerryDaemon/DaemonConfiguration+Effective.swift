@@ -38,7 +38,8 @@ extension DaemonConfiguration {
             ("API", [("WatchBufferBytes", String(watchBufferBytes)), ("SlowWatcherGraceSeconds", seconds(slowWatcherGraceSeconds)),
                      ("MaxConnections", String(maxConnections)), ("BusyPollMicroseconds", String(busyPollMicroseconds))]),
             ("Sync", [("PollIntervalSeconds", String(pollIntervalSeconds)), ("DebounceMilliseconds", String(debounceMilliseconds)),
-                      ("AttachmentWaitSeconds", String(attachmentWaitSeconds)), ("RelayTimeoutSeconds", String(relayTimeoutSeconds))]),
+                      ("AttachmentWaitSeconds", String(attachmentWaitSeconds)), ("RelayTimeoutSeconds", String(relayTimeoutSeconds)),
+                      ("BlobRetentionSeconds", blobRetentionSeconds.map(String.init) ?? "infinity")]),
         ]
         for t in transports {
             var keys = [("Kind", t.kind), ("Location", t.location), ("Space", t.space)]

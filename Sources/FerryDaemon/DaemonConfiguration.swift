@@ -37,6 +37,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var debounceMilliseconds: Int = 10
     public var attachmentWaitSeconds: Int = 120
     public var relayTimeoutSeconds: Int = 60
+    /// nil: `infinity`, blobs are never removed from transports.
+    public var blobRetentionSeconds: Int? = 7 * 86_400
     // [Transport NAME] sections, in file order.
     public var transports: [DeclaredTransport] = []
 
@@ -213,6 +215,14 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case ("Sync", "DebounceMilliseconds"): debounceMilliseconds = try int(0 ... 10_000)
         case ("Sync", "AttachmentWaitSeconds"): attachmentWaitSeconds = try int(0 ... 86_400)
         case ("Sync", "RelayTimeoutSeconds"): relayTimeoutSeconds = try int(2 ... 3600)
+        case ("Sync", "BlobRetentionSeconds"):
+            if e.value == "infinity" {
+                blobRetentionSeconds = nil
+            } else if let v = Int(e.value), (0 ... 3650 * 86_400).contains(v) {
+                blobRetentionSeconds = v
+            } else {
+                throw problem("BlobRetentionSeconds= is a whole number of seconds from 0 to \(3650 * 86_400), or infinity to keep every blob, not \"\(e.value.prefix(64))\"")
+            }
         default:
             let known = DaemonConfiguration.knownKeys[e.section]
             if known == nil {
@@ -227,7 +237,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
         "Store": ["Durability", "ImmutableEntities", "MaxPayloadBytes", "MaxBatch", "ConflictHistory", "MaxDriftSeconds",
                   "MaxAttachmentBytes", "AttachmentGraceSeconds"],
         "API": ["WatchBufferBytes", "SlowWatcherGraceSeconds", "MaxConnections", "BusyPollMicroseconds"],
-        "Sync": ["PollIntervalSeconds", "DebounceMilliseconds", "AttachmentWaitSeconds", "RelayTimeoutSeconds"],
+        "Sync": ["PollIntervalSeconds", "DebounceMilliseconds", "AttachmentWaitSeconds", "RelayTimeoutSeconds",
+                 "BlobRetentionSeconds"],
         "Transport NAME": ["Kind", "Location", "Space", "Token"],
     ]
 
@@ -237,6 +248,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         o.pollInterval = .seconds(pollIntervalSeconds)
         o.debounce = .milliseconds(debounceMilliseconds)
         o.attachmentWait = .seconds(attachmentWaitSeconds)
+        o.blobRetention = blobRetentionSeconds.map { .seconds($0) }
         return o
     }
 
@@ -264,6 +276,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
             && a.busyPollMicroseconds == b.busyPollMicroseconds
             && a.pollIntervalSeconds == b.pollIntervalSeconds && a.debounceMilliseconds == b.debounceMilliseconds
             && a.attachmentWaitSeconds == b.attachmentWaitSeconds && a.relayTimeoutSeconds == b.relayTimeoutSeconds
+            && a.blobRetentionSeconds == b.blobRetentionSeconds
             && a.transports == b.transports
     }
 }

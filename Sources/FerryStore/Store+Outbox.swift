@@ -94,8 +94,8 @@ extension Store {
     /// `blobs-checked:<name>` (when the engine last checked its own blobs there).
     static let transportProgressPrefixes = ["push:", "cursor:", "blobs-checked:"]
 
-    /// Drops the progress (`transportProgressPrefixes`) and the refusals of `transport` in
-    /// space `sid`.
+    /// Drops the progress (`transportProgressPrefixes`), the refusals and the blobs to remove of
+    /// `transport` in space `sid`.
     private static func forget(sid: Int64, transport: String, in db: Database) throws(SQLiteError) {
         let progress = try db.prepare("DELETE FROM progress WHERE sid = ?1 AND key IN (SELECT value || ?2 FROM json_each(?3))")
         progress.bind(1, sid); progress.bind(2, transport)
@@ -104,6 +104,9 @@ extension Store {
         let refusals = try db.prepare("DELETE FROM outbox_delivery WHERE transport = ? AND rid IN (SELECT rid FROM records WHERE sid = ?)")
         refusals.bind(1, transport); refusals.bind(2, sid)
         try refusals.run()
+        let deletions = try db.prepare("DELETE FROM blob_deletions WHERE sid = ? AND transport = ?")
+        deletions.bind(1, sid); deletions.bind(2, transport)
+        try deletions.run()
     }
 
     /// Removes a transport with its cursor, progress and refusals.

@@ -455,6 +455,11 @@ final class Writer: @unchecked Sendable {
             space.bind(1, sha)
             space.bind(2, sid)
             try space.run()
+            // Referenced again: its transports keep the blob.
+            let kept = try db.cached("DELETE FROM blob_deletions WHERE sid = ? AND sha256 = ?")
+            kept.bind(1, sid)
+            kept.bind(2, sha)
+            try kept.run()
         }
         let dropped = oldSet.subtracting(newSet)
         for sha in dropped.sorted() {
@@ -469,6 +474,17 @@ final class Writer: @unchecked Sendable {
             gone.bind(1, sha)
             gone.bind(2, sid)
             try gone.run()
+            if db.changes > 0 {
+                // The space's last reference went: each of its transports may drop the blob later.
+                let queue = try db.cached("""
+                    INSERT INTO blob_deletions (sid, sha256, transport, since) SELECT ?1, ?2, name, ?3 FROM transports WHERE sid = ?1
+                    ON CONFLICT (sid, sha256, transport) DO UPDATE SET since = excluded.since
+                    """)
+                queue.bind(1, sid)
+                queue.bind(2, sha)
+                queue.bind(3, nowMillis / 1000)
+                try queue.run()
+            }
         }
         if !dropped.isEmpty {
             let store = self

@@ -49,6 +49,13 @@ public protocol Transport: AnyObject, Sendable {
     /// damaged one if there is one (a host with one copy of a blob replaces that).
     func replaceBlob(key: BlobKey, from path: String) async throws(TransportFailure)
 
+    /// Removes this device's copy of blob `key` (a host with one copy of a blob removes that
+    /// one), for a blob nothing in the space references any longer; a copy that is not there is
+    /// removed already. Answers `.inUse` when the host keeps it because a device stored it or
+    /// looked for it lately (it may be about to reference it): the engine asks again later, and
+    /// by then has pulled any such reference.
+    func deleteBlob(key: BlobKey) async throws(TransportFailure) -> BlobDeletion
+
     /// What the transport can tell about itself (reachable, writable, problems seen).
     func status() async -> TransportStatus
 
@@ -106,6 +113,14 @@ public enum SyncLimits {
 /// The address of a sealed attachment blob: a keyed hash of the attachment's SHA-256 under the
 /// owner's key, 64 lowercase hex digits, so a host cannot test which file a user holds.
 public typealias BlobKey = String
+
+/// What a transport did with a blob the engine asked it to remove.
+public enum BlobDeletion: Sendable, Hashable {
+    /// Removed, or not there.
+    case deleted
+    /// Kept: a device stored it or looked for it too recently.
+    case inUse
+}
 
 /// What a transport did with one pushed envelope.
 public enum PushOutcome: Sendable, Hashable {

@@ -137,6 +137,38 @@ import Testing
         return out
     }
 
+    /// The blob of an attachment nothing references any more leaves the folder after the
+    /// devices' BlobRetentionSeconds (here 0): each device removes only its own copy. Attached
+    /// again on the other device, that device writes its own copy, which a reads.
+    @Test func theBlobOfAnAttachmentNothingReferencesLeavesTheFolder() async throws {
+        let dir = TempDir("folder-blob-removal")
+        func blobFiles() -> [String] { filesBelow(dir.path).filter { $0.contains("/blobs/") && !$0.contains("/.tmp") }.sorted() }
+        let a = try SyncDevice("a", blobRetentionSeconds: 0)
+        let b = try SyncDevice("b", blobRetentionSeconds: 0)
+        try a.start()
+        try b.start()
+        try await b.joinOwner(of: a)
+        try await a.addFolder(dir.path)
+        try await b.addFolder(dir.path)
+        let bytes = (0..<30_000).map { UInt8(truncatingIfNeeded: $0 &* 11) }
+        let photo = try await a.client().putAttachment(data: bytes)
+        _ = try await a.client().put(entity: "doc", id: "d1", payload: [:], attachments: [photo.sha256])
+        #expect(try await eventually(.seconds(30)) { (try? await b.client().getAttachment(sha256: photo.sha256)) != nil })
+        let written = blobFiles()
+        #expect(written.count == 1, "\(written)")
+        _ = try await a.client().delete(entity: "doc", id: "d1")
+        #expect(try await eventually(.seconds(30)) { try await b.records("doc")["d1"]?.deleted == true })
+        #expect(try await eventually(.seconds(30)) { blobFiles().isEmpty }, "\(blobFiles())\n\(a.logTail)")
+        // b still has the bytes (AttachmentGraceSeconds): attached again there, b writes its own
+        // copy (a's is gone), and it stays.
+        _ = try await b.client().put(entity: "doc", id: "d2", payload: [:], attachments: [photo.sha256])
+        #expect(try await eventually(.seconds(30)) { try await a.records("doc")["d2"] != nil })
+        let again = blobFiles()
+        #expect(again.count == 1 && again != written, "\(again)")
+        try await Task.sleep(for: .seconds(3))
+        #expect(blobFiles() == again)
+    }
+
     /// The sync tool delivers a segment before the blob its record references: b applies the
     /// record without the attachment once AttachmentWaitSeconds passed, and GetAttachment says
     /// it is missing. When the blob arrives, b fetches it (SyncNow looks at once; otherwise it

@@ -11,7 +11,8 @@ import Testing
 
     /// A relay with an owner, and `count` devices of that owner on it: the first with the
     /// operator's token, the others paired with codes from the first.
-    static func setUp(_ count: Int, storage: String, relayConfig: String = "", quota: Int64? = nil) async throws -> (RelayHarness, [SyncDevice], String) {
+    static func setUp(_ count: Int, storage: String, relayConfig: String = "", quota: Int64? = nil,
+                      blobRetentionSeconds: Int? = nil) async throws -> (RelayHarness, [SyncDevice], String) {
         var config = relayConfig
         if storage == "postgresql" {
             config = "Storage=postgresql\n" + relayConfig + "\n[PostgreSQL]\nConnection=\(try PostgresCluster.shared().createDatabase())\n"
@@ -21,7 +22,7 @@ import Testing
         var devices: [SyncDevice] = []
         var owner = ""
         for i in 0..<count {
-            let d = try SyncDevice(["a", "b", "c"][i])
+            let d = try SyncDevice(["a", "b", "c"][i], blobRetentionSeconds: blobRetentionSeconds)
             try d.start()
             if let first = devices.first {
                 try await d.joinOwner(of: first)
@@ -333,6 +334,32 @@ import Testing
         _ = try await a.client().put(entity: "note", id: "big", payload: ["pad": "small now"])
         #expect(try await eventually(.seconds(30)) { try await b.records()["big"]?.payload?.contains("small now") == true })
         #expect(try await eventually(.seconds(30)) { try await a.client().outbox().isEmpty })
+        _ = relay   // running until here
+    }
+
+    /// The blob of an attachment nothing references any more leaves the relay, and the owner's
+    /// usage, after the devices' BlobRetentionSeconds (here 0) once the relay's
+    /// BlobDeleteGraceSeconds (here 2) since its upload passed. Attached again on the other
+    /// device, it goes up again and stays.
+    @Test(arguments: RelaySyncTests.backends) func theBlobOfAnAttachmentNothingReferencesLeavesTheRelay(_ storage: String) async throws {
+        let (relay, devices, _) = try await Self.setUp(2, storage: storage, relayConfig: "BlobDeleteGraceSeconds=2", blobRetentionSeconds: 0)
+        let (a, b) = (devices[0], devices[1])
+        let bytes = (0..<30_000).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+        let photo = try await a.client().putAttachment(data: bytes)
+        _ = try await a.client().put(entity: "note", id: "photo", payload: [:], attachments: [photo.sha256])
+        #expect(try await eventually(.seconds(30)) { (try? await b.client().getAttachment(sha256: photo.sha256)) != nil })
+        #expect(try await a.client().relayUsage().figures["blobs"] == 1)
+        _ = try await a.client().delete(entity: "note", id: "photo")
+        #expect(try await eventually(.seconds(30)) { try await b.records()["photo"]?.deleted == true })
+        #expect(try await eventually(.seconds(30)) { try await a.client().relayUsage().figures["blobs"] == 0 },
+                "\(a.logTail)\n--- relay:\n\(relay.log)")
+        #expect(try await a.client().relayUsage().figures["blobBytes"] == 0)
+        // b still has the bytes (AttachmentGraceSeconds): attached again there, they go up again.
+        _ = try await b.client().put(entity: "note", id: "again", payload: [:], attachments: [photo.sha256])
+        #expect(try await eventually(.seconds(30)) { try await a.records()["again"] != nil })
+        #expect(try await a.client().relayUsage().figures["blobs"] == 1)
+        try await Task.sleep(for: .seconds(4))
+        #expect(try await a.client().relayUsage().figures["blobs"] == 1)
         _ = relay   // running until here
     }
 

@@ -9,11 +9,12 @@ final class SyncDevice: @unchecked Sendable {
     let name: String
     let harness: DaemonHarness
 
-    init(_ name: String, pollSeconds: Int = 2, attachmentWaitSeconds: Int = 20, relayTimeoutSeconds: Int = 60) throws {
+    init(_ name: String, pollSeconds: Int = 2, attachmentWaitSeconds: Int = 20, relayTimeoutSeconds: Int = 60,
+         blobRetentionSeconds: Int? = nil) throws {
         self.name = name
         harness = try DaemonHarness(
             config: "[Store]\nDurability=normal\n[Sync]\nPollIntervalSeconds=\(pollSeconds)\nAttachmentWaitSeconds=\(attachmentWaitSeconds)\n"
-                + "RelayTimeoutSeconds=\(relayTimeoutSeconds)\n",
+                + "RelayTimeoutSeconds=\(relayTimeoutSeconds)\n" + (blobRetentionSeconds.map { "BlobRetentionSeconds=\($0)\n" } ?? ""),
             name: "sync-" + name)
     }
 

@@ -74,6 +74,7 @@ import Testing
         _ = try PostgresCluster.shared().sql("""
             ALTER TABLE events DROP CONSTRAINT events_pkey, ADD COLUMN id BIGSERIAL PRIMARY KEY,
                 ADD CONSTRAINT events_owner_seq_key UNIQUE (owner, seq);
+            ALTER TABLE blobs DROP COLUMN used_at;
             DELETE FROM relay_schema; INSERT INTO relay_schema (version) VALUES (2);
             """, database: database)
         let storage = try PostgresRelayStorage(conninfo: conninfo, poolSize: 1)
@@ -100,7 +101,7 @@ import Testing
         try again.createOwner(owner, quotaBytes: nil, now: 1)
         let database = String(conninfo.split(separator: " ").first { $0.hasPrefix("dbname=") }!.dropFirst(7))
         #expect(try PostgresCluster.shared().sql("SELECT string_agg(version::text, ',') FROM relay_schema", database: database)
-            .trimmingCharacters(in: .whitespacesAndNewlines) == "3")
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "4")
     }
 
     /// libpq's multi-line messages become one line, so each error is one log line.
@@ -148,17 +149,17 @@ import Testing
         #expect(try PostgresCluster.shared().sql("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'", database: database)
             .trimmingCharacters(in: .whitespacesAndNewlines) == "0")
         _ = try PostgresRelayStorage(conninfo: conninfo, poolSize: 1)
-        #expect(try RelayBackend.check(configuration).hasSuffix("schema version 3 (current)"))
-        _ = try PostgresCluster.shared().sql("UPDATE relay_schema SET version = 4", database: database)
+        #expect(try RelayBackend.check(configuration).hasSuffix("schema version 4 (current)"))
+        _ = try PostgresCluster.shared().sql("UPDATE relay_schema SET version = 5", database: database)
         #expect(throws: RelaySchemaTooNew.self) { try RelayBackend.check(configuration) }
         do {
             _ = try PostgresRelayStorage(conninfo: conninfo, poolSize: 1)
             Issue.record("a database of a newer ferry-relay was opened")
         } catch {
-            #expect("\(error)".contains("schema version 4, newer than this ferry-relay knows (3)"), "\(error)")
+            #expect("\(error)".contains("schema version 5, newer than this ferry-relay knows (4)"), "\(error)")
         }
         #expect(try PostgresCluster.shared().sql("SELECT version FROM relay_schema", database: database)
-            .trimmingCharacters(in: .whitespacesAndNewlines) == "4")
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "5")
         // Another program's table of one of the relay's names: serve could not create its own.
         let shared = try PostgresCluster.shared().createDatabase()
         let sharedName = String(shared.split(separator: " ").first { $0.hasPrefix("dbname=") }!.dropFirst(7))

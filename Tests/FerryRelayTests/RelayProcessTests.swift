@@ -292,6 +292,42 @@ import Testing
         #expect(info.json["events"] as? Int == 2)
     }
 
+    /// DELETE of a blob: kept (409 `blob_in_use`, Retry-After) within BlobDeleteGraceSeconds of
+    /// a PUT or a HEAD, removed after it with its share of the usage (a GET does not count),
+    /// and a blob that is not there is removed already.
+    @Test(arguments: TestBackend.allCases) func blobsAreRemovedOnceNotUsedWithinTheGrace(_ backend: TestBackend) throws {
+        let relay = try RelayHarness(backend: backend, extraConfig: "BlobDeleteGraceSeconds=2\n")
+        try relay.start()
+        let owner = TestEnvelopes.owner()
+        let token = try relay.createOwner(hex(owner))
+        let base = "/v1/owners/\(hex(owner))"
+        let key = String(repeating: "5a", count: 32)
+        let blob = (0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        #expect(try relay.call("PUT", base + "/blobs/\(key)", token: token, body: blob).status == 201)
+        let kept = try relay.call("DELETE", base + "/blobs/\(key)", token: token)
+        #expect(kept.status == 409 && kept.json["error"] as? String == "blob_in_use" && kept.json["message"] is String)
+        #expect(kept.headers["retry-after"].flatMap { Int($0) }.map { (1...2).contains($0) } == true, "\(kept.headers)")
+        #expect(try relay.call("DELETE", base + "/blobs/\(key)").status == 401)
+        #expect(try relay.call("DELETE", base + "/blobs/\(key.uppercased())", token: token).status == 400)
+        Thread.sleep(forTimeInterval: 2.2)
+        #expect(try relay.call("GET", base + "/blobs/\(key)", token: token).body == blob)
+        #expect(try relay.call("DELETE", base + "/blobs/\(key)", token: token).status == 204)
+        #expect(try relay.call("GET", base + "/blobs/\(key)", token: token).status == 404)
+        #expect(try relay.call("HEAD", base + "/blobs/\(key)", token: token).status == 404)
+        let info = try relay.call("GET", base, token: token)
+        #expect(info.json["blobs"] as? Int == 0 && info.json["blobBytes"] as? Int == 0)
+        #expect(try relay.call("DELETE", base + "/blobs/\(key)", token: token).status == 204)
+        // Stored again with other bytes (a key names its content; here only the relay's view
+        // counts): what comes back is the new upload, whole.
+        let smaller = Array(blob.prefix(1000))
+        #expect(try relay.call("PUT", base + "/blobs/\(key)", token: token, body: smaller).status == 201)
+        Thread.sleep(forTimeInterval: 2.2)
+        #expect(try relay.call("HEAD", base + "/blobs/\(key)", token: token).status == 200)
+        #expect(try relay.call("DELETE", base + "/blobs/\(key)", token: token).status == 409)
+        #expect(try relay.call("GET", base + "/blobs/\(key)", token: token).body == smaller)
+        #expect(try relay.call("GET", base, token: token).json["blobBytes"] as? Int == 1000)
+    }
+
     @Test(arguments: TestBackend.allCases) func quotaThenDeleteAndBlobs(_ backend: TestBackend) throws {
         let relay = try RelayHarness(backend: backend)
         try relay.start()

@@ -27,6 +27,7 @@ import Testing
             let storage = try SQLiteRelayStorage(path: path, synchronous: "NORMAL")
             for (i, owner) in owners.enumerated() {
                 try storage.createOwner(owner, quotaBytes: nil, now: 1)
+                #expect(try storage.addBlob(owner, key: String(repeating: "e", count: 64), size: 10, quotaBytes: 1 << 40, now: 7))
                 let batch = events(owner, 3 + i)
                 #expect(try storage.push(owner, events: batch, quotaBytes: 1 << 40, now: 2).allSatisfy { $0 == .stored })
                 pushed.append(batch.map(\.bytes))
@@ -46,6 +47,7 @@ import Testing
                 CREATE INDEX events_tombstones ON events(stored_at) WHERE deleted = 1;
                 DROP INDEX owners_by_oid;
                 ALTER TABLE owners DROP COLUMN oid;
+                ALTER TABLE blobs DROP COLUMN used_at;
                 PRAGMA user_version = 2;
                 """)
             #expect(try db.scalarInt("SELECT count(*) FROM events") == 7)
@@ -53,9 +55,12 @@ import Testing
         let storage = try SQLiteRelayStorage(path: path, synchronous: "NORMAL")
         do {
             let db = try Database(path: path)
-            #expect(try db.scalarInt("PRAGMA user_version") == 3)
+            #expect(try db.scalarInt("PRAGMA user_version") == 4)
             #expect(try db.scalarInt("SELECT count(DISTINCT oid) FROM owners") == 2)
         }
+        // Version 4: a blob counts as used when it was stored.
+        #expect(try storage.deleteBlob(owners[1], key: String(repeating: "e", count: 64), usedSince: 7) == .inUse(lastUsed: 7))
+        #expect(try storage.deleteBlob(owners[1], key: String(repeating: "e", count: 64), usedSince: 8) == .deleted(size: 10))
         for (i, owner) in owners.enumerated() {
             let page = try storage.pull(owner, after: .start, limit: 100, maxBytes: 1 << 20)
             #expect(page.events == pushed[i])

@@ -41,7 +41,12 @@ import Testing
             try inner.pull(owner, after: cursor, limit: limit, maxBytes: maxBytes)
         }
         func dropTombstones(storedBefore: Int64) throws(RelayStorageError) -> Int { try inner.dropTombstones(storedBefore: storedBefore) }
-        func blobSize(_ owner: OwnerID, key: String) throws(RelayStorageError) -> Int64? { try inner.blobSize(owner, key: key) }
+        func blobSize(_ owner: OwnerID, key: String, touching now: Int64?) throws(RelayStorageError) -> Int64? {
+            try inner.blobSize(owner, key: key, touching: now)
+        }
+        func deleteBlob(_ owner: OwnerID, key: String, usedSince: Int64) throws(RelayStorageError) -> RelayBlobDeletion {
+            try inner.deleteBlob(owner, key: key, usedSince: usedSince)
+        }
         func addBlob(_ owner: OwnerID, key: String, size: Int64, quotaBytes defaultQuota: Int64, now: Int64) throws(RelayStorageError) -> Bool {
             try inner.addBlob(owner, key: key, size: size, quotaBytes: defaultQuota, now: now)
         }

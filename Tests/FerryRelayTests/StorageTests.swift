@@ -305,6 +305,31 @@ import Testing
     /// sequence; no cursor is an empty page at worst. Deleting the relay copy is the exception:
     /// every cursor handed out before is refused (`lost_data`), as after a restore, so a device
     /// still syncing starts over and fills the relay again; the numbering goes on past them.
+    /// A blob goes with its share of the usage unless a device stored it or looked for it
+    /// (`touching`) at or after the time given; a plain read does not count; one that is not
+    /// there is absent.
+    @Test(arguments: TestBackend.allCases) func blobsAreRemovedUnlessUsedLately(_ backend: TestBackend) throws {
+        let s = try storage(backend)
+        let key = String(repeating: "ab", count: 32), other = String(repeating: "cd", count: 32)
+        #expect(try s.addBlob(owner, key: key, size: 100, quotaBytes: 1 << 30, now: 1000))
+        #expect(try s.addBlob(owner, key: other, size: 7, quotaBytes: 1 << 30, now: 1000))
+        #expect(try s.deleteBlob(owner, key: key, usedSince: 1000) == .inUse(lastUsed: 1000))
+        #expect(try s.blobSize(owner, key: key, touching: 5000) == 100)
+        #expect(try s.blobSize(owner, key: key, touching: 3000) == 100)  // never moves back
+        #expect(try s.blobSize(owner, key: key) == 100)
+        #expect(try s.deleteBlob(owner, key: key, usedSince: 5000) == .inUse(lastUsed: 5000))
+        #expect(try s.usage(owner)!.blobs == 2)
+        #expect(try s.deleteBlob(owner, key: key, usedSince: 5001) == .deleted(size: 100))
+        #expect(try s.blobSize(owner, key: key) == nil)
+        #expect(try s.blobSize(owner, key: key, touching: 9000) == nil)
+        #expect(try s.deleteBlob(owner, key: key, usedSince: 5001) == .absent)
+        let u = try s.usage(owner)!
+        #expect(u.blobs == 1 && u.blobBytes == 7)
+        // Stored again, it counts again.
+        #expect(try s.addBlob(owner, key: key, size: 100, quotaBytes: 1 << 30, now: 9000))
+        #expect(try s.usage(owner)!.blobBytes == 107)
+    }
+
     @Test(arguments: TestBackend.allCases) func cursorsHandedOutStayGood(_ backend: TestBackend) throws {
         let s = try storage(backend)
         func pull(_ cursor: Int64) throws -> EventPage { try s.pull(owner, after: Cursor(cursor), limit: 10, maxBytes: 1 << 20) }

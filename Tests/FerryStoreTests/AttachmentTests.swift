@@ -21,6 +21,61 @@ import Testing
         #expect(try store.putAttachment(Array("hello".utf8), expectedSHA256: sha256OfHello).sha256 == sha256OfHello)
     }
 
+    /// When the last current or losing version of a space that references an attachment goes,
+    /// each transport of that space gets a note to remove its blob, with the time; another
+    /// space's references do not count; a new reference drops the notes at once; a note goes
+    /// when its transport removed the blob (a newer one stays), or with its transport.
+    @Test func theLastReferenceInASpaceNotesItsBlobForEachTransport() throws {
+        let dir = TempDir(), wall = TestWall()
+        let store = try makeStore(dir, wall: wall)
+        try store.addTransport(name: "folder", kind: "folder")
+        try store.addTransport(name: "relay", kind: "relay")
+        _ = try store.createSpace(name: "team")
+        try store.addTransport(space: "team", name: "folder", kind: "folder")
+        let a = try store.putAttachment(Array("a".utf8)).sha256, b = try store.putAttachment(Array("b".utf8)).sha256
+        func due(_ transport: String, space: String = Store.privateSpace, before: Int64) throws -> [String] {
+            try store.blobDeletions(space: space, transport: transport, unreferencedBefore: before)
+        }
+        _ = try store.put(entity: "doc", id: "1", payload: "{}", attachments: [a, b])
+        _ = try store.put(entity: "doc", id: "2", payload: "{}", attachments: [a])
+        _ = try store.put(space: "team", entity: "doc", id: "1", payload: "{}", attachments: [b])
+        let t0 = wall.read() / 1000
+        #expect(try due("folder", before: t0 + 1).isEmpty)
+        // Doc 1 drops b: its last reference in the private space (the team's is another space's).
+        _ = try store.put(entity: "doc", id: "1", payload: "{}", attachments: [a])
+        #expect(try due("folder", before: t0 + 1) == [b] && due("relay", before: t0 + 1) == [b])
+        #expect(try due("folder", before: t0).isEmpty)
+        #expect(try due("folder", space: "team", before: t0 + 1).isEmpty)
+        // a stays referenced by doc 2 when doc 1 goes.
+        _ = try store.delete(entity: "doc", id: "1")
+        #expect(try due("folder", before: t0 + 1) == [b])
+        wall.advance(5000)
+        _ = try store.delete(entity: "doc", id: "2")
+        #expect(try due("folder", before: t0 + 100) == [b, a])  // oldest first
+        #expect(try due("folder", before: t0 + 5) == [b])
+        // Referenced again: its notes go at once, for every transport.
+        _ = try store.put(entity: "doc", id: "3", payload: "{}", attachments: [b])
+        #expect(try due("folder", before: t0 + 100) == [a] && due("relay", before: t0 + 100) == [a])
+        // Removed from the folder: the folder's note goes, the relay's stays.
+        try store.blobsDeleted(transport: "folder", shas: [a], unreferencedBefore: t0 + 100)
+        #expect(try due("folder", before: t0 + 100).isEmpty && due("relay", before: t0 + 100) == [a])
+        // A note newer than the removal's cutoff stays.
+        wall.advance(20_000)
+        _ = try store.delete(entity: "doc", id: "3")
+        try store.blobsDeleted(transport: "folder", shas: [b], unreferencedBefore: t0 + 10)
+        #expect(try due("folder", before: t0 + 100) == [b])
+        // The team's last reference goes: the team's folder gets its own note.
+        _ = try store.delete(space: "team", entity: "doc", id: "1")
+        #expect(try due("folder", space: "team", before: t0 + 100) == [b])
+        #expect(try store.blobDeletionCount(transport: "relay") == 2)
+        try store.removeTransport(name: "relay")
+        #expect(try store.blobDeletionCount(transport: "relay") == 0)
+        #expect(try store.blobDeletionCount(transport: "folder") == 1)
+        try store.restartTransport(name: "folder")
+        #expect(try store.blobDeletionCount(transport: "folder") == 0)
+        #expect(try store.blobDeletionCount(space: "team", transport: "folder") == 1)
+    }
+
     @Test func streamsLargeFilesIn() throws {
         let dir = TempDir()
         let store = try makeStore(dir)

@@ -475,8 +475,17 @@ import FerrySQLite
         #expect(try store.changes(since: 0).records.map(\.id) == ["a", "b", "c"])
     }
 
-    /// Undoes migration 5 on a store made by this build: what a store of version 4 looked like.
+    /// Undoes migration 6 on a store made by this build: what a store of version 5 looked like.
+    static func downgradeToVersion5(_ db: Database) throws {
+        try db.execute("""
+            DROP TABLE blob_deletions;
+            PRAGMA user_version = 5;
+            """)
+    }
+
+    /// Undoes migrations 6 and 5 on a store made by this build: what a store of version 4 looked like.
     static func downgradeToVersion4(_ db: Database) throws {
+        try downgradeToVersion5(db)
         try db.execute("""
             DROP INDEX attachments_missing;
             DROP TABLE attachment_refs;

@@ -27,6 +27,10 @@ final class MemoryLog: Sendable {
         /// is there) until it is cleared: as a synced folder's blob files that the sync tool
         /// copies over after the segments that reference them.
         var blobsHidden = false
+        /// Blobs `deleteBlob` answers `.inUse` for, as ferry-relay does for one stored or looked
+        /// for lately; and the keys removed, in order.
+        var blobsInUse: Set<BlobKey> = []
+        var deletedBlobs: [BlobKey] = []
         /// Whether its transports say blobs can vanish (as a synced folder's can).
         var blobsCanVanish = false
         /// Pushes the transports of this log allow at once, how long each takes, and the most
@@ -145,6 +149,16 @@ final class MemoryTransport: Transport {
     func hasBlob(key: BlobKey) async throws(TransportFailure) -> Bool {
         try check()
         return log.state.withLock { !$0.blobsHidden && $0.blobs[key] != nil }
+    }
+
+    func deleteBlob(key: BlobKey) async throws(TransportFailure) -> BlobDeletion {
+        try check()
+        return log.state.withLock { s in
+            if s.blobsInUse.contains(key) { return .inUse }
+            s.blobs[key] = nil
+            s.deletedBlobs.append(key)
+            return .deleted
+        }
     }
 
     func getBlob(key: BlobKey, to path: String, copy: Int) async throws(TransportFailure) -> Bool {

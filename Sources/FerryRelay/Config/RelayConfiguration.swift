@@ -35,6 +35,10 @@ public struct RelayConfiguration: Sendable, Equatable {
     public var maxConnections = 4096
     public var threads = 2
     public var pairingCodeLifetimeSeconds = 600
+    /// How long after a device stored a blob or asked whether it is there (PUT, HEAD) a
+    /// request to remove it is refused as `blob_in_use`: that device may be about to push a
+    /// record referencing it.
+    public var blobDeleteGraceSeconds = 3600
     /// Peer addresses of reverse proxies whose `X-Forwarded-For` names the client (for the
     /// pairing rate limit and logs); empty: the peer address is the client.
     public var trustedProxies: Set<String> = []
@@ -125,6 +129,7 @@ public struct RelayConfiguration: Sendable, Equatable {
             case ("Relay", "MaxConnections"): maxConnections = Int(try int(16...1_000_000))
             case ("Relay", "Threads"): threads = Int(try int(1...64))
             case ("Relay", "PairingCodeLifetimeSeconds"): pairingCodeLifetimeSeconds = Int(try int(1...86400))
+            case ("Relay", "BlobDeleteGraceSeconds"): blobDeleteGraceSeconds = Int(try int(0...30 * 86400))
             case ("Relay", "TrustedProxies"):
                 let addresses = e.value.split(whereSeparator: { $0 == " " || $0 == "," }).map(String.init)
                 guard addresses.count <= 64, addresses.allSatisfy(HTTPRequestHead.isAddress) else {

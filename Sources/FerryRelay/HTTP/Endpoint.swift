@@ -13,6 +13,7 @@ public enum Endpoint: Sendable, Equatable {
     case putBlob(OwnerID, key: String)
     case getBlob(OwnerID, key: String)
     case headBlob(OwnerID, key: String)
+    case deleteBlob(OwnerID, key: String)
     case createPairingCode(OwnerID)
     case listTokens(OwnerID)
     case revokeToken(OwnerID, id: String)
@@ -22,7 +23,7 @@ public enum Endpoint: Sendable, Equatable {
         switch self {
         case .health, .ready, .metrics, .pair: nil
         case .pullEvents, .getBlob, .headBlob: .read
-        case .pushEvents, .putBlob: .write
+        case .pushEvents, .putBlob, .deleteBlob: .write
         case .ownerInfo, .deleteOwner, .createPairingCode, .listTokens, .revokeToken: .owner
         }
     }
@@ -32,7 +33,7 @@ public enum Endpoint: Sendable, Equatable {
         switch self {
         case .health, .ready, .metrics, .pair: nil
         case .ownerInfo(let o), .deleteOwner(let o), .pushEvents(let o), .pullEvents(let o),
-             .putBlob(let o, _), .getBlob(let o, _), .headBlob(let o, _), .createPairingCode(let o),
+             .putBlob(let o, _), .getBlob(let o, _), .headBlob(let o, _), .deleteBlob(let o, _), .createPairingCode(let o),
              .listTokens(let o), .revokeToken(let o, _): o
         }
     }
@@ -51,6 +52,7 @@ public enum Endpoint: Sendable, Equatable {
         case .putBlob: "blob_put"
         case .getBlob: "blob_get"
         case .headBlob: "blob_head"
+        case .deleteBlob: "blob_delete"
         case .createPairingCode: "pairing_code"
         case .listTokens: "tokens_list"
         case .revokeToken: "token_revoke"

@@ -34,8 +34,13 @@ public enum Router {
             guard isBlobKey(key) else {
                 throw .badRequest(code: "bad_blob_key", message: "a blob key is 64 lowercase hex digits (a SHA-256)")
             }
-            return try allow(["PUT", "GET", "HEAD"]) { m in
-                m == "PUT" ? .putBlob(owner, key: key) : m == "GET" ? .getBlob(owner, key: key) : .headBlob(owner, key: key)
+            return try allow(["PUT", "GET", "HEAD", "DELETE"]) { m in
+                switch m {
+                case "PUT": .putBlob(owner, key: key)
+                case "GET": .getBlob(owner, key: key)
+                case "HEAD": .headBlob(owner, key: key)
+                default: .deleteBlob(owner, key: key)
+                }
             }
         case "pairing-codes" where rest.count == 1:
             return try allow(["POST"]) { _ in .createPairingCode(owner) }

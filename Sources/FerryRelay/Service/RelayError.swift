@@ -22,6 +22,10 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
     /// says how it knows). The device starts over: pulls from the start and pushes everything
     /// again. Sent only for this; clients may rely on the code.
     case lostData(cursor: Cursor, why: CursorLoss)
+    /// 409 `blob_in_use`: a blob a device stored or looked for (PUT, HEAD) within
+    /// `BlobDeleteGraceSeconds` is kept, since that device may be about to push a record
+    /// referencing it; it can go after `retryAfterSeconds`.
+    case blobInUse(retryAfterSeconds: Int)
     /// 413: a body, a batch or a field over its limit.
     case tooLarge(String)
     /// 413: the owner's quota would be exceeded; nothing was stored.
@@ -52,6 +56,7 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
         case .methodNotAllowed(let allowed): "method not allowed (allowed: \(allowed.joined(separator: ", ")))"
         case .timeout: "request timeout"
         case .lostData(let c, let why): "lost data: cursor \(c) \(why)"
+        case .blobInUse(let s): "blob in use for \(s) s more"
         case .tooLarge(let m): "too large: \(m)"
         case .quotaExceeded(let q, let u, let n): "quota exceeded: \(u) of \(q) bytes used, \(n) more needed"
         case .uriTooLong(let n): "request target of \(n) bytes"
@@ -89,6 +94,10 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
             case .beforeRestore: "after=\(cursor) was handed out before this relay was found restored or its copy of the owner's data was deleted"
             }
             return body(409, "lost_data", "\(how): the relay holds less than this device already read (it was restored from an older backup, its data was lost, or the owner deleted the relay copy). Start over: pull from the start (no after=) and push every record again")
+        case .blobInUse(let seconds):
+            return body(409, "blob_in_use", "a device stored this blob or looked for it lately, and may be about to reference it: "
+                        + "it is kept; ask again in \(seconds) s, after pulling what was pushed meanwhile",
+                        headers: [("Retry-After", String(seconds))])
         case .tooLarge(let message):
             return body(413, "too_large", message)
         case .quotaExceeded(let quota, let used, let needed):

@@ -20,6 +20,8 @@ public final class RelayService: Sendable {
     let pairingFailures: FailureRateLimiter
     /// The storage's event count with a deadline, for `/readyz` and `/metrics`.
     let probe: StorageProbe
+    /// Keeps a blob's upload and removal in this process from interleaving.
+    let blobLocks = BlobLocks()
 
     public init(configuration: RelayConfiguration, storage: any RelayStorage, blobs: any BlobStore, logger: RelayLogger,
                 hub: LongPollHub = LongPollHub(), metrics: RelayMetrics = RelayMetrics(),
@@ -177,7 +179,9 @@ public final class RelayService: Sendable {
             case .pushEvents(let owner): return .respond(try push(owner, body: body))
             case .pullEvents(let owner): return try pull(owner, query: request.query, waiting: waiting)
             case .putBlob(let owner, let key): return .respond(try putBlob(owner, key: key, body: body))
-            case .getBlob(let owner, let key), .headBlob(let owner, let key): return .respond(try getBlob(owner, key: key))
+            case .getBlob(let owner, let key): return .respond(try getBlob(owner, key: key))
+            case .headBlob(let owner, let key): return .respond(try getBlob(owner, key: key, touching: true))
+            case .deleteBlob(let owner, let key): return .respond(try deleteBlob(owner, key: key))
             case .createPairingCode(let owner): return .respond(try createPairingCode(owner))
             case .listTokens(let owner): return .respond(try listTokens(owner))
             case .revokeToken(let owner, let id): return .respond(try revokeToken(owner, id: id))

@@ -12,11 +12,17 @@ public protocol BlobStore: Sendable {
     func commit(temporary: String, owner: OwnerID, key: String) throws
     /// Removes blobs (missing ones are fine).
     func remove(_ owner: OwnerID, keys: [String])
+    /// Removes the bytes of a blob whose record `RelayStorage.deleteBlob` just dropped; nothing
+    /// where that dropped them too (PostgreSQL, where another relay may be storing the blob
+    /// again by now).
+    func dropped(_ owner: OwnerID, key: String)
     /// The response body that sends blob `key` of `size` bytes.
     func body(_ owner: OwnerID, key: String, size: Int64) -> HTTPResponse.Body
 }
 
 extension BlobFiles: BlobStore {
+    public func dropped(_ owner: OwnerID, key: String) { remove(owner, keys: [key]) }
+
     public func body(_ owner: OwnerID, key: String, size: Int64) -> HTTPResponse.Body {
         .file(path: path(owner, key), size: Int(size))
     }

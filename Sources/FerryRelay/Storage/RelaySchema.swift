@@ -104,6 +104,12 @@ enum RelaySchema {
         ALTER TABLE events_by_oid RENAME TO events;
         CREATE INDEX events_tombstones ON events(stored_at) WHERE deleted = 1;
         """,
+        // 4: when a device last stored each blob or looked for it (unix milliseconds): a
+        // request to remove a blob used within BlobDeleteGraceSeconds is refused.
+        """
+        ALTER TABLE blobs ADD COLUMN used_at INTEGER NOT NULL DEFAULT 0;
+        UPDATE blobs SET used_at = created_at;
+        """,
     ]
 
     /// The version the migrations lead to.

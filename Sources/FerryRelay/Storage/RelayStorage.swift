@@ -70,11 +70,34 @@ public protocol RelayStorage: Sendable {
     func dropTombstones(storedBefore: Int64) throws(RelayStorageError) -> Int
 
     // Blobs (the bytes are the `BlobStore`'s; the storage records and counts them)
-    /// The size of blob `key` of `owner`, or nil.
-    func blobSize(_ owner: OwnerID, key: String) throws(RelayStorageError) -> Int64?
-    /// Records blob `key` of `size` bytes; false when it was already there.
+    /// The size of blob `key` of `owner`, or nil. With `touching`, records in the same step that
+    /// a device stored the blob or looked for it at that time (unix milliseconds), which keeps
+    /// it from `deleteBlob` for the grace that follows.
+    func blobSize(_ owner: OwnerID, key: String, touching now: Int64?) throws(RelayStorageError) -> Int64?
+    /// Records blob `key` of `size` bytes, used at `now`; false when it was already there.
     /// - Throws: `.quotaExceeded` (nothing recorded).
     func addBlob(_ owner: OwnerID, key: String, size: Int64, quotaBytes defaultQuota: Int64, now: Int64) throws(RelayStorageError) -> Bool
+    /// Drops the record of blob `key` (and with PostgreSQL its bytes) and its share of the
+    /// owner's usage, unless a device stored it or looked for it at or after `usedSince`.
+    /// The caller removes the bytes of a `.deleted` blob from a `BlobFiles`.
+    func deleteBlob(_ owner: OwnerID, key: String, usedSince: Int64) throws(RelayStorageError) -> RelayBlobDeletion
+}
+
+extension RelayStorage {
+    /// The size of blob `key` of `owner`, or nil.
+    public func blobSize(_ owner: OwnerID, key: String) throws(RelayStorageError) -> Int64? {
+        try blobSize(owner, key: key, touching: nil)
+    }
+}
+
+/// What `RelayStorage.deleteBlob` did.
+public enum RelayBlobDeletion: Sendable, Equatable {
+    /// The record is gone (`size` bytes freed from the owner's usage).
+    case deleted(size: Int64)
+    /// There was none.
+    case absent
+    /// Kept: a device stored it or looked for it at `lastUsed` (unix milliseconds).
+    case inUse(lastUsed: Int64)
 }
 
 /// A token to store: its id, hash, owner, role and device name.

@@ -204,12 +204,43 @@ extension SQLiteRelayStorage {
         }
     }
 
-    public func blobSize(_ owner: OwnerID, key: String) throws(RelayStorageError) -> Int64? {
-        try locked("reading a blob record") {
-            let s = try db.cached("SELECT size FROM blobs WHERE owner = ? AND key = ?")
-            s.bind(1, blob: owner.bytes); s.bind(2, key)
+    public func blobSize(_ owner: OwnerID, key: String, touching now: Int64?) throws(RelayStorageError) -> Int64? {
+        guard let now else {
+            return try locked("reading a blob record") {
+                let s = try db.cached("SELECT size FROM blobs WHERE owner = ? AND key = ?")
+                s.bind(1, blob: owner.bytes); s.bind(2, key)
+                defer { s.resetKeepingBindings() }
+                return try s.step() ? s.int64(0) : nil
+            }
+        }
+        return try locked("reading a blob record", write: true) {
+            let s = try db.cached("UPDATE blobs SET used_at = max(used_at, ?) WHERE owner = ? AND key = ? RETURNING size")
+            s.bind(1, now); s.bind(2, blob: owner.bytes); s.bind(3, key)
             defer { s.resetKeepingBindings() }
-            return try s.step() ? s.int64(0) : nil
+            let size = try s.step() ? s.int64(0) : nil
+            if size != nil { while try s.step() {} }
+            return size
+        }
+    }
+
+    public func deleteBlob(_ owner: OwnerID, key: String, usedSince: Int64) throws(RelayStorageError) -> RelayBlobDeletion {
+        try locked("removing a blob record", write: true) {
+            let s = try db.cached("SELECT size, used_at FROM blobs WHERE owner = ? AND key = ?")
+            s.bind(1, blob: owner.bytes); s.bind(2, key)
+            guard try s.step() else {
+                s.resetKeepingBindings()
+                return .absent
+            }
+            let (size, used) = (s.int64(0), s.int64(1))
+            s.resetKeepingBindings()
+            if used >= usedSince { return .inUse(lastUsed: used) }
+            let d = try db.cached("DELETE FROM blobs WHERE owner = ? AND key = ?")
+            d.bind(1, blob: owner.bytes); d.bind(2, key)
+            try d.run()
+            let u = try db.cached("UPDATE owners SET blobs = blobs - 1, blob_bytes = blob_bytes - ? WHERE owner = ?")
+            u.bind(1, size); u.bind(2, blob: owner.bytes)
+            try u.run()
+            return .deleted(size: size)
         }
     }
 
@@ -225,7 +256,7 @@ extension SQLiteRelayStorage {
             if before.usedBytes + size > quota {
                 throw RelayStorageError.quotaExceeded(quotaBytes: quota, usedBytes: before.usedBytes, neededBytes: size)
             }
-            let s = try db.cached("INSERT INTO blobs(owner, key, size, created_at) VALUES (?, ?, ?, ?)")
+            let s = try db.cached("INSERT INTO blobs(owner, key, size, created_at, used_at) VALUES (?, ?, ?, ?, ?4)")
             s.bind(1, blob: owner.bytes); s.bind(2, key); s.bind(3, size); s.bind(4, now)
             try s.run()
             let u = try db.cached("UPDATE owners SET blobs = blobs + 1, blob_bytes = blob_bytes + ? WHERE owner = ?")

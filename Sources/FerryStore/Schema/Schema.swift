@@ -6,7 +6,7 @@ enum Schema {
     static let applicationID: Int32 = 0x4652_5259
 
     /// Migrations by version; `migrations[i]` takes the schema from version `i` to `i + 1`.
-    static let migrations: [String] = [migration001, migration002, migration003, migration004, migration005]
+    static let migrations: [String] = [migration001, migration002, migration003, migration004, migration005, migration006]
 
     static var latestVersion: Int { migrations.count }
 }

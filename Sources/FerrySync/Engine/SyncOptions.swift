@@ -17,6 +17,11 @@ public struct SyncOptions: Sendable {
     /// blobs can vanish (`Transport.blobsCanVanish`), and put back when gone; the first check
     /// is this long after the start too.
     public var blobCheckInterval: Duration = .seconds(600)
+    /// How long the blob of an attachment nothing in its space references any longer (its
+    /// records deleted or edited to drop it, its losing versions pruned) stays on the space's
+    /// transports before this device removes it there (`Transport.deleteBlob`); nil keeps
+    /// every blob. Devices that have not applied the delete or edit yet may fetch it meanwhile.
+    public var blobRetention: Duration? = .seconds(7 * 86_400)
     /// A push that has waited this long for the transport's answer is shown as what is wrong
     /// now (`TransportHealth.problem`) while it goes on waiting, instead of nothing until the
     /// transport gives up (a relay after its `RelayTimeoutSeconds`).

@@ -44,7 +44,15 @@ final class TransportRunner: Sendable {
     private let healthState = Mutex(TransportHealth())
     private let tasks = Mutex<[Task<Void, Never>]>([])
     private let currentPull = Mutex<Task<PullPage, any Error>?>(nil)
-    private let uploadedBlobs = Mutex<Set<BlobKey>>([])
+    /// Blobs this runner stored on the transport or found there, and when: trusted for
+    /// `uploadTrust` only, since another device may remove a blob nothing references from its
+    /// view (`deleteBlob`) and this device may reference it again later.
+    private let uploadedBlobs = Mutex<[BlobKey: ContinuousClock.Instant]>([:])
+    /// When the pull loop last applied everything the transport held (a page with no more
+    /// after it): the blob removal runs only soon after, so that it has every reference other
+    /// devices pushed until shortly before.
+    private let pulledUpAt = Mutex<ContinuousClock.Instant?>(nil)
+    private let blobRemoval = WakeSignal()
     private let missingSince = Mutex<[String: ContinuousClock.Instant]>([:])
     /// Why the host lost this device's data, when the push loop found out: the pull loop (the
     /// only writer of the cursor) then starts the transport over.
@@ -88,6 +96,7 @@ final class TransportRunner: Sendable {
         let attachments = Task { await self.missingAttachmentsLoop() }
         var all = [push, pull, attachments]
         if transport.blobsCanVanish { all.append(Task { await self.blobCheckLoop() }) }
+        if let retention = options.blobRetention { all.append(Task { await self.blobRemovalLoop(retention: retention) }) }
         tasks.withLock { $0 = all }
     }
 
@@ -114,6 +123,7 @@ final class TransportRunner: Sendable {
         attachmentRequest.withLock { $0 = .lookNow }
         attachmentRetry.signal()
         blobCheck.signal()
+        blobRemoval.signal()
     }
 
     // MARK: Push
@@ -505,11 +515,11 @@ final class TransportRunner: Sendable {
         for version in versions where !version.attachments.isEmpty {
             for sha in version.attachments where tooLarge[sha] == nil {
                 let key = keys.blobKey(sha256: sha)
-                if uploadedBlobs.withLock({ $0.contains(key) }) { continue }
+                if uploadedRecently(key) { continue }
                 guard let path = store.attachmentPath(sha) else { continue }
                 do {
                     if try await transport.hasBlob(key: key) {
-                        uploadedBlobs.withLock { _ = $0.insert(key) }
+                        uploadedBlobs.withLock { $0[key] = .now }
                         continue
                     }
                 } catch { throw .transport(error) }
@@ -537,8 +547,23 @@ final class TransportRunner: Sendable {
                 try await transport.putBlob(key: key, from: sealed)
             }
         } catch { throw .transport(error) }
-        uploadedBlobs.withLock { _ = $0.insert(key) }
+        uploadedBlobs.withLock { $0[key] = .now }
     }
+
+    /// Whether blob `key` was stored on the transport, or found there, within `uploadTrust`.
+    private func uploadedRecently(_ key: BlobKey) -> Bool {
+        uploadedBlobs.withLock { known in
+            guard let at = known[key] else { return false }
+            if ContinuousClock.now - at < Self.uploadTrust { return true }
+            known[key] = nil
+            return false
+        }
+    }
+
+    /// How long a blob stored or found on the transport is taken to be there without asking.
+    /// ferry-relay keeps a blob at least `BlobDeleteGraceSeconds` (an hour by default) after a
+    /// device stored it or asked for it, so a push within this time after that finds it there.
+    static let uploadTrust: Duration = .seconds(600)
 
     // MARK: Blobs that vanish
 
@@ -664,6 +689,82 @@ final class TransportRunner: Sendable {
         }
     }
 
+    // MARK: Blobs nothing references
+
+    /// Removes from the transport the blobs of attachments nothing in the space has referenced
+    /// for `retention` (`Store.blobDeletions`): every quarter of it (between 1 s and the blob
+    /// check interval), and at SyncNow and resume.
+    private func blobRemovalLoop(retention: Duration) async {
+        let every = min(max(retention / 4, .seconds(1)), options.blobCheckInterval)
+        while !Task.isCancelled {
+            await blobRemoval.wait(timeout: every)
+            if Task.isCancelled { break }
+            if isPaused() { continue }
+            await removeUnreferencedBlobs(retention: retention)
+        }
+    }
+
+    /// One pass: only while the pull applied everything the transport held within
+    /// `pulledUpWithin`, so that a reference another device pushed before then is here (and
+    /// took its blob off the list). A blob the host keeps as in use (a device stored it or
+    /// asked for it lately) stays listed for the next pass, by when that device's reference,
+    /// if it made one, has been pulled. A failure ends the pass; the sync loops report it.
+    private func removeUnreferencedBlobs(retention: Duration) async {
+        guard let pulled = pulledUpAt.withLock({ $0 }), ContinuousClock.now - pulled < Self.pulledUpWithin else { return }
+        let store = self.store, space = self.space, name = info.name
+        let before = store.configuration.wallClock() / 1000 - retention.components.seconds
+        var removed = 0, kept = 0
+        while !Task.isCancelled && !isPaused() {
+            let due: [String]
+            do {
+                due = try await local("listing blobs to remove") { () throws(FerryError) in
+                    try store.blobDeletions(space: space, transport: name, unreferencedBefore: before, limit: Self.blobRemovalPage)
+                }
+            } catch {
+                log(.debug, "\(name): cannot remove unreferenced blobs: \(error)", fields)
+                break
+            }
+            var done: [String] = []
+            var failure: TransportFailure?
+            for sha in due where !Task.isCancelled {
+                let key = keys.blobKey(sha256: sha)
+                do {
+                    switch try await transport.deleteBlob(key: key) {
+                    case .deleted:
+                        done.append(sha)
+                        uploadedBlobs.withLock { $0[key] = nil }
+                    case .inUse:
+                        kept += 1
+                    }
+                } catch {
+                    failure = error
+                    break
+                }
+            }
+            if !done.isEmpty {
+                let finished = done
+                _ = try? await local("forgetting removed blobs") { () throws(FerryError) in
+                    try store.blobsDeleted(space: space, transport: name, shas: finished, unreferencedBefore: before)
+                }
+                removed += done.count
+            }
+            if let failure {
+                log(.debug, "\(name): cannot remove unreferenced blobs: \(failure)", fields)
+                break
+            }
+            if due.count < Self.blobRemovalPage || done.count < due.count { break }
+        }
+        if removed > 0 || kept > 0 {
+            log(.info, "\(name): removed \(removed) attachment blob(s) nothing references any more"
+                + (kept > 0 ? "; kept \(kept) a device stored or asked for lately (tried again later)" : ""), fields)
+        }
+    }
+
+    /// How recently the pull must have caught up for blobs to be removed.
+    static let pulledUpWithin: Duration = .seconds(300)
+    /// How many blobs to remove one pass lists at a time.
+    static let blobRemovalPage = 200
+
     // MARK: Pull
 
     private func pullLoop() async {
@@ -716,7 +817,10 @@ final class TransportRunner: Sendable {
                 failures = 0
                 succeeded(.pull)
                 caughtUp = !page.more
-                if caughtUp { setActivity(pulling: false) }
+                if caughtUp {
+                    setActivity(pulling: false)
+                    if !isPaused() { pulledUpAt.withLock { $0 = .now } }
+                }
                 reachedHost(by: .pull)
             } catch {
                 dropAhead()

@@ -79,6 +79,26 @@ extension FolderTransport {
         try await Blocking.run { () throws(TransportFailure) in try self.putBlobNow(key: key, from: source, replacing: true) }
     }
 
+    /// Removes this device's copy of `key`: the other devices' copies are theirs (each removes
+    /// its own when nothing it holds references the blob). Never `.inUse`: a device that
+    /// references the blob again and finds no copy writes its own (its check of blobs that
+    /// vanished, `blobsCanVanish`).
+    public func deleteBlob(key: BlobKey) async throws(TransportFailure) -> BlobDeletion {
+        try validate(key)
+        return try await Blocking.run { () throws(TransportFailure) in
+            try self.writer.withLock { (_: inout Writer) throws(TransportFailure) in
+                try self.checkFolder()
+                do throws(FolderIOError) {
+                    let own = self.ownDirectory + "/blobs/" + key
+                    if try FolderIO.kind(of: own)?.isRegular == true { try FolderIO.remove(own) }
+                } catch {
+                    throw self.unavailable(error)
+                }
+            }
+            return .deleted
+        }
+    }
+
     private func getBlobNow(key: BlobKey, to destination: String, copy: Int) throws(TransportFailure) -> Bool {
         guard copy >= 0, let found = try findBlob(key, copy: copy) else { return false }
         let slash = destination.lastIndex(of: "/")

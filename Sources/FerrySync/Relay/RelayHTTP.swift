@@ -94,8 +94,10 @@ struct RelayHTTP: Sendable {
 
     /// Sends `request`; returns the reply of a 2xx or 404 status, throws the mapped failure
     /// for anything else (with what to do, unless `advice` is false: then the caller says it).
-    func send(_ request: URLRequest, what: String, advice: Bool = true) async throws(TransportFailure) -> Reply {
-        guard let reply = try await sendUnlessTimedOut(request, what: what, advice: advice) else {
+    /// Answers 2xx and 404 replies, and those of the statuses in `passing`; throws the failure
+    /// any other status means.
+    func send(_ request: URLRequest, what: String, advice: Bool = true, passing: Set<Int> = []) async throws(TransportFailure) -> Reply {
+        guard let reply = try await sendUnlessTimedOut(request, what: what, advice: advice, passing: passing) else {
             throw .unavailable(timedOut(what))
         }
         return reply
@@ -103,7 +105,8 @@ struct RelayHTTP: Sendable {
 
     /// `send`, but nil when the request timed out (no progress for the session's timeout), for
     /// a caller that tries again with less.
-    func sendUnlessTimedOut(_ request: URLRequest, what: String, advice: Bool = true) async throws(TransportFailure) -> Reply? {
+    func sendUnlessTimedOut(_ request: URLRequest, what: String, advice: Bool = true,
+                            passing: Set<Int> = []) async throws(TransportFailure) -> Reply? {
         let reply: Reply
         if let client {
             let response: HTTP1Response
@@ -132,7 +135,7 @@ struct RelayHTTP: Sendable {
             }
             reply = Reply(status: http.statusCode, body: data.count > Self.maxReplyBytes ? Data() : data, headers: headers)
         }
-        if (200..<300).contains(reply.status) || reply.status == 404 { return reply }
+        if (200..<300).contains(reply.status) || reply.status == 404 || passing.contains(reply.status) { return reply }
         throw Self.failure(reply, what: what, base: base, sentToken: token != nil, advice: advice)
     }
 

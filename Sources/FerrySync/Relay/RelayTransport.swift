@@ -217,6 +217,20 @@ public final class RelayTransport: Transport {
         return reply.status == 200
     }
 
+    /// `DELETE /v1/owners/{owner}/blobs/{key}`: 204 removed (404: not there) is `.deleted`; 409
+    /// `blob_in_use` (a device stored it or looked for it within the relay's
+    /// `BlobDeleteGraceSeconds`) is `.inUse`.
+    public func deleteBlob(key: BlobKey) async throws(TransportFailure) -> BlobDeletion {
+        try Self.check(key)
+        let reply = try await note { () async throws(TransportFailure) in
+            try await http.send(http.request("DELETE", ownerPath + "/blobs/" + key), what: "removing a blob", passing: [409])
+        }
+        guard reply.status == 409 else { return .deleted }
+        let code = (try? JSONParser.parse([UInt8](reply.body.prefix(64 << 10))))?["error"]?.stringValue
+        if code == "blob_in_use" { return .inUse }
+        throw RelayHTTP.failure(reply, what: "removing a blob", base: base)
+    }
+
     /// The relay holds one copy of a blob.
     public func getBlob(key: BlobKey, to path: String, copy: Int) async throws(TransportFailure) -> Bool {
         try Self.check(key)

@@ -56,6 +56,9 @@ public struct PostgresBlobStore: BlobStore {
         }
     }
 
+    /// The storage's `deleteBlob` dropped the pieces with the record, in one transaction.
+    public func dropped(_ owner: OwnerID, key: String) {}
+
     public func remove(_ owner: OwnerID, keys: [String]) {
         guard !keys.isEmpty else { return }
         _ = try? pool.withConnection { db in

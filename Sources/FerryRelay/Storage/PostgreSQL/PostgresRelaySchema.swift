@@ -90,6 +90,11 @@ enum PostgresRelaySchema {
         ALTER TABLE events DROP CONSTRAINT events_pkey, DROP COLUMN id, DROP CONSTRAINT events_owner_seq_key,
             ADD PRIMARY KEY (owner, seq);
         """,
+        // 4: when a device last stored each blob or looked for it, as in SQLite's migration 4.
+        """
+        ALTER TABLE blobs ADD COLUMN used_at BIGINT NOT NULL DEFAULT 0;
+        UPDATE blobs SET used_at = created_at;
+        """,
     ]
 
     /// The version the migrations lead to.

@@ -180,10 +180,34 @@ extension PostgresRelayStorage {
         return total
     }
 
-    public func blobSize(_ owner: OwnerID, key: String) throws(RelayStorageError) -> Int64? {
-        try run("reading a blob record") { db in
-            let r = try db.execute("SELECT size FROM blobs WHERE owner = $1 AND key = $2", [.bytes(owner.bytes), .text(key)])
+    public func blobSize(_ owner: OwnerID, key: String, touching now: Int64?) throws(RelayStorageError) -> Int64? {
+        guard let now else {
+            return try run("reading a blob record") { db in
+                let r = try db.execute("SELECT size FROM blobs WHERE owner = $1 AND key = $2", [.bytes(owner.bytes), .text(key)])
+                return r.count > 0 ? r.int64(0, 0) : nil
+            }
+        }
+        // One statement: a removal that comes first leaves nothing to update (nil), one that
+        // comes after sees the new time and keeps the blob.
+        return try run("reading a blob record", write: true) { db in
+            let r = try db.execute("UPDATE blobs SET used_at = greatest(used_at, $3) WHERE owner = $1 AND key = $2 RETURNING size",
+                                   [.bytes(owner.bytes), .text(key), .int(now)])
             return r.count > 0 ? r.int64(0, 0) : nil
+        }
+    }
+
+    public func deleteBlob(_ owner: OwnerID, key: String, usedSince: Int64) throws(RelayStorageError) -> RelayBlobDeletion {
+        try run("removing a blob", write: true) { db in
+            _ = try lockOwner(db, owner)
+            let o = PostgresValue.bytes(owner.bytes)
+            let r = try db.execute("SELECT size, used_at FROM blobs WHERE owner = $1 AND key = $2 FOR UPDATE", [o, .text(key)])
+            guard r.count > 0 else { return .absent }
+            let (size, used) = (r.int64(0, 0), r.int64(0, 1))
+            if used >= usedSince { return .inUse(lastUsed: used) }
+            try db.execute("DELETE FROM blobs WHERE owner = $1 AND key = $2", [o, .text(key)])
+            try db.execute("DELETE FROM blob_chunks WHERE owner = $1 AND key = $2", [o, .text(key)])
+            try db.execute("UPDATE owners SET blobs = blobs - 1, blob_bytes = blob_bytes - $1 WHERE owner = $2", [.int(size), o])
+            return .deleted(size: size)
         }
     }
 
@@ -196,7 +220,8 @@ extension PostgresRelayStorage {
             if before.usedBytes + size > quota {
                 throw RelayStorageError.quotaExceeded(quotaBytes: quota, usedBytes: before.usedBytes, neededBytes: size)
             }
-            try db.execute("INSERT INTO blobs(owner, key, size, created_at) VALUES ($1, $2, $3, $4)", [o, .text(key), .int(size), .int(now)])
+            try db.execute("INSERT INTO blobs(owner, key, size, created_at, used_at) VALUES ($1, $2, $3, $4, $4)",
+                           [o, .text(key), .int(size), .int(now)])
             try db.execute("UPDATE owners SET blobs = blobs + 1, blob_bytes = blob_bytes + $1 WHERE owner = $2", [.int(size), o])
             return true
         }

@@ -12,6 +12,14 @@ import Testing
 @Suite(.serialized) struct RelayProcessTests {
     func hex(_ o: OwnerID) -> String { o.description }
 
+    /// A started relay on `backend` with one owner: its token and its API path.
+    func relayWithOwner(_ backend: TestBackend, config: String = "") throws -> (RelayHarness, OwnerID, token: String, base: String) {
+        let relay = try RelayHarness(backend: backend, extraConfig: config)
+        try relay.start()
+        let owner = TestEnvelopes.owner()
+        return (relay, owner, try relay.createOwner(hex(owner)), "/v1/owners/\(hex(owner))")
+    }
+
     func pushBody(_ envelopes: [Envelope]) -> [UInt8] {
         Array(("{\"events\":[" + envelopes.map { "\"\(Base64.encode($0.encoded))\"" }.joined(separator: ",") + "]}").utf8)
     }
@@ -29,11 +37,7 @@ import Testing
     }
 
     @Test(arguments: TestBackend.allCases) func pushPullCursorsAndLongPoll(_ backend: TestBackend) throws {
-        let relay = try RelayHarness(backend: backend)
-        try relay.start()
-        let owner = TestEnvelopes.owner()
-        let token = try relay.createOwner(hex(owner))
-        let base = "/v1/owners/\(hex(owner))"
+        let (relay, owner, token, base) = try relayWithOwner(backend)
 
         // An owner with nothing yet: an empty page.
         let empty = try relay.call("GET", base + "/events", token: token)
@@ -104,11 +108,7 @@ import Testing
     /// refuses every cursor handed out before it the same way. ferryd's relay transport reports
     /// it as the host having lost data.
     @Test(arguments: TestBackend.allCases) func aCursorNeverHandedOutIsRefusedWithEveryEarlierOne(_ backend: TestBackend) async throws {
-        let relay = try RelayHarness(backend: backend)
-        try relay.start()
-        let owner = TestEnvelopes.owner()
-        let token = try relay.createOwner(hex(owner))
-        let base = "/v1/owners/\(hex(owner))"
+        let (relay, owner, token, base) = try relayWithOwner(backend)
         func expectLost(_ query: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
             let t0 = Date()
             let r = try relay.call("GET", base + "/events?" + query, token: token)
@@ -174,11 +174,7 @@ import Testing
     /// A device can leave its own pushes out of its pulls; the cursor still moves past them,
     /// so nothing of another device's is skipped and nothing of its own comes back.
     @Test(arguments: TestBackend.allCases) func pullsCanSkipTheDevicesOwnEvents(_ backend: TestBackend) throws {
-        let relay = try RelayHarness(backend: backend)
-        try relay.start()
-        let owner = TestEnvelopes.owner()
-        let token = try relay.createOwner(hex(owner))
-        let base = "/v1/owners/\(hex(owner))"
+        let (relay, owner, token, base) = try relayWithOwner(backend)
         func from(_ device: UInt64, _ millis: Int64) -> Envelope {
             var e = TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: millis)
             e.header.device = NodeID(device)
@@ -260,11 +256,7 @@ import Testing
 
     @Test(arguments: TestBackend.allCases) func compactionAndTombstoneRetention(_ backend: TestBackend) throws {
         // About 0.9 s of retention; the sweeper runs every second.
-        let relay = try RelayHarness(backend: backend, extraConfig: "TombstoneRetentionDays=0.00001\n")
-        try relay.start()
-        let owner = TestEnvelopes.owner()
-        let token = try relay.createOwner(hex(owner))
-        let base = "/v1/owners/\(hex(owner))"
+        let (relay, owner, token, base) = try relayWithOwner(backend, config: "TombstoneRetentionDays=0.00001\n")
         let stream = TestEnvelopes.stream()
         let v1 = TestEnvelopes.make(owner: owner, stream: stream, millis: 1000)
         let a = TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 1000)
@@ -296,11 +288,7 @@ import Testing
     /// a PUT or a HEAD, removed after it with its share of the usage (a GET does not count),
     /// and a blob that is not there is removed already.
     @Test(arguments: TestBackend.allCases) func blobsAreRemovedOnceNotUsedWithinTheGrace(_ backend: TestBackend) throws {
-        let relay = try RelayHarness(backend: backend, extraConfig: "BlobDeleteGraceSeconds=2\n")
-        try relay.start()
-        let owner = TestEnvelopes.owner()
-        let token = try relay.createOwner(hex(owner))
-        let base = "/v1/owners/\(hex(owner))"
+        let (relay, _, token, base) = try relayWithOwner(backend, config: "BlobDeleteGraceSeconds=2\n")
         let key = String(repeating: "5a", count: 32)
         let blob = (0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         #expect(try relay.call("PUT", base + "/blobs/\(key)", token: token, body: blob).status == 201)
@@ -570,11 +558,7 @@ import Testing
     }
 
     @Test(arguments: TestBackend.allCases) func aCrashMidPushStoresAllOrNothing(_ backend: TestBackend) throws {
-        let relay = try RelayHarness(backend: backend)
-        try relay.start()
-        let owner = TestEnvelopes.owner()
-        let token = try relay.createOwner(hex(owner))
-        let base = "/v1/owners/\(hex(owner))"
+        let (relay, owner, token, base) = try relayWithOwner(backend)
         var stored = 0
         for (round, delay) in [0.002, 0.01, 0.03, 0.08, 0.2].enumerated() {
             let batch = (0..<400).map { i in

@@ -54,6 +54,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
         public var line: Int
         /// The line of its `[Transport NAME]` header.
         public var sectionLine: Int = 0
+        /// The line of its `Token=`, for messages about it.
+        public var tokenLine: Int = 0
     }
 
     /// Defaults from the XDG base directories of `environment`.
@@ -120,14 +122,17 @@ public struct DaemonConfiguration: Sendable, Equatable {
             }
         }
         for t in transports {
-            if t.kind.isEmpty { throw Problem(file: file, line: t.line, message: "[Transport \(t.name)] needs Kind= (folder or relay)") }
-            if t.location.isEmpty { throw Problem(file: file, line: t.line, message: "[Transport \(t.name)] needs Location= (the folder's absolute path, or the relay's URL)") }
+            // What a section lacks is reported at its header, what a key gets wrong at the key.
+            if t.kind.isEmpty { throw Problem(file: file, line: t.sectionLine, message: "[Transport \(t.name)] needs Kind= (folder or relay)") }
+            if t.location.isEmpty {
+                throw Problem(file: file, line: t.sectionLine, message: "[Transport \(t.name)] needs Location= (the folder's absolute path, or the relay's URL)")
+            }
             if t.kind == "relay" && t.token == nil {
-                throw Problem(file: file, line: t.line, message: "[Transport \(t.name)] of kind relay needs Token= (from the relay's operator; "
+                throw Problem(file: file, line: t.sectionLine, message: "[Transport \(t.name)] of kind relay needs Token= (from the relay's operator; "
                     + "or add it with 'ferryctl transport add NAME relay URL --code CODE' instead)")
             }
             if t.kind != "relay" && t.token != nil {
-                throw Problem(file: file, line: t.line, message: "[Transport \(t.name)]: Token= is for a relay; a \(t.kind) transport takes none")
+                throw Problem(file: file, line: t.tokenLine, message: "[Transport \(t.name)]: Token= is for a relay; a \(t.kind) transport takes none")
             }
         }
     }
@@ -141,7 +146,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         var index = transports.firstIndex { $0.name == name && $0.line >= 0 }
         if let found = index, transports[found].sectionLine != e.sectionLine {
             // A second section would silently replace the first's values.
-            throw problem("[Transport \(name)] appears twice (lines \(transports[found].sectionLine) and \(e.sectionLine)): "
+            throw Problem(file: file, line: e.sectionLine, message: "[Transport \(name)] appears twice (lines \(transports[found].sectionLine) and \(e.sectionLine)): "
                 + "declare each transport in one section, under names of its own")
         }
         if index == nil {
@@ -162,7 +167,16 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case "Space":
             guard Names.isValidName(e.value) else { throw problem("Space= is a space name ([a-z][a-z0-9_.-]{0,63})") }
             transports[index!].space = e.value
-        case "Token": transports[index!].token = e.value
+        case "Token":
+            // A relay token is fr1_ and 43 base64url characters (ferry-relay's AccessToken).
+            let body = e.value.utf8.dropFirst(4)
+            guard e.value.hasPrefix("fr1_"), body.count == 43,
+                  body.allSatisfy({ (65...90).contains($0) || (97...122).contains($0) || (48...57).contains($0) || $0 == 45 || $0 == 95 }) else {
+                throw problem("Token= is not a relay token (fr1_ and 43 more letters, digits, - or _): copy it again, whole, from what "
+                    + "'ferry-relay admin create-owner' printed, or add the transport with 'ferryctl transport add NAME relay URL --code CODE'")
+            }
+            transports[index!].token = e.value
+            transports[index!].tokenLine = e.line
         default:
             throw problem("unknown key \(e.key.prefix(64))= in [Transport \(name)]; known keys: Kind, Location, Space, Token")
         }

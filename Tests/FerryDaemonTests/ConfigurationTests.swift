@@ -253,9 +253,12 @@ import Testing
         ("[Transport t]\nColour=blue", "unknown key"),
         ("[Sync]\nPollIntervalSeconds=0", "from 1"),
         ("[Transport t]\nKind=ftp\nLocation=/x", "Kind= is folder or relay"),
-        ("[Transport t]\nKind=folder\nLocation=/x\n[Transport t]\nKind=folder\nLocation=/y", "appears twice (lines 1 and 4)"),
-        ("[Transport t]\nKind=relay\nLocation=https://r.example", "needs Token="),
-        ("[Transport t]\nKind=folder\nLocation=/x\nToken=zzz", "Token= is for a relay"),
+        ("[Transport t]\nKind=folder\nLocation=/x\n[Transport t]\nKind=folder\nLocation=/y", "t.conf:4: [Transport t] appears twice (lines 1 and 4)"),
+        ("[Transport t]\nKind=relay\nLocation=https://r.example", "t.conf:1: [Transport t] of kind relay needs Token="),
+        ("[Sync]\nPollIntervalSeconds=3\n[Transport t]\nKind=folder\nLocation=/x\nToken=fr1_AAAAAAAAAAAAAAAAAAAAb-_9ccccccccccccccccccc", "t.conf:6: [Transport t]: Token= is for a relay"),
+        ("[Transport t]\nKind=relay\nLocation=https://r.example\nToken=fr1_wrongwrongwrong", "t.conf:4: Token= is not a relay token"),
+        ("[Transport t]\nKind=relay\nLocation=https://r.example\nToken=fr1_AAAAAAAAAAAAAAAAAAAAb-_9cccccccccccccccccc!", "t.conf:4: Token= is not a relay token"),
+        ("[Transport t]\nSpace=team\nLocation=/x", "t.conf:1: [Transport t] needs Kind="),
     ])
     func badTransportSectionsSayWhatIsWrong(_ text: String, _ expected: String) {
         var c = DaemonConfiguration(environment: env)

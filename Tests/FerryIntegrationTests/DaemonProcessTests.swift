@@ -382,7 +382,7 @@ import FerryVarlink
         let directory = try runCommand(ferryd, ["--config", daemon.root, "--check-config"])
         #expect(directory.status == 1 && directory.output.contains("this is a directory, not a config file"), "\(directory.output)")
         // A relay token in a file others may read is warned about.
-        try "[Transport r]\nKind=relay\nLocation=https://relay.example\nToken=fr1_secret\n".write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        try "[Transport r]\nKind=relay\nLocation=https://relay.example\nToken=fr1_AAAAAAAAAAAAAAAAAAAAb-_9ccccccccccccccccccc\n".write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         chmod(daemon.configPath, 0o644)
         let open = try runCommand(ferryd, ["--config", daemon.configPath, "--check-config"])
         #expect(open.status == 0 && open.output.contains("holds a relay token and others may read it (mode 644)"), "\(open.output)")

@@ -254,7 +254,12 @@ struct EngineAPI: Sendable {
             (try store.transports(space: space).first { $0.name == name },
              try DeclaredTransports.isDeclared(space: space, name: name, in: store))
         }
-        guard let existing else { throw ErrorMapping.transportNotFound(space: space, name: name) }
+        guard let existing else {
+            let elsewhere = store.spaces().map(\.name).filter { other in
+                other != space && ((try? store.transports(space: other))?.contains { $0.name == name } ?? false)
+            }
+            throw ErrorMapping.transportNotFound(space: space, name: name, elsewhere: elsewhere)
+        }
         // Removed here, a reload would bring it back: the config file is where it goes away.
         if declared { throw ErrorMapping.transportDeclared(space: space, name: name, file: configPath) }
         do { try await sync.removeTransport(space: space, name: name) } catch {

@@ -47,11 +47,14 @@ enum ErrorMapping {
 
     /// No such transport in the space. The name as sent, up to 80 characters (a call may send
     /// any string).
-    static func transportNotFound(space: String, name: String) -> VarlinkError {
+    /// - Parameter elsewhere: the spaces that do have a transport of that name, for the hint.
+    static func transportNotFound(space: String, name: String, elsewhere: [String] = []) -> VarlinkError {
         let name = String(name.prefix(80))
+        let hint = elsewhere.isEmpty ? "see 'ferryctl transport ls'"
+            : "space \(elsewhere[0]) has one: pass --space \(elsewhere[0])" + (elsewhere.count > 1 ? " (or another of \(elsewhere.joined(separator: ", ")))" : "")
         return VarlinkError(EngineInterface.name + ".TransportNotFound", parameters: [
             "space": .string(space), "name": .string(name),
-            "message": .string("space \(space) has no transport named \(name); see 'ferryctl transport ls'"),
+            "message": .string("space \(space) has no transport named \(name); \(hint)"),
         ])
     }
 

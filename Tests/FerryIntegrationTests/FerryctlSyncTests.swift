@@ -94,5 +94,10 @@ import Testing
         #expect(try cb.run(["transport", "rm", "f"]).status == 0)
         let gone = try cb.run(["transport", "rm", "f"])   // unknown now: "not found", exit 3
         #expect(gone.status == 3 && gone.stderr.contains("no transport named f"), "\(gone)")
+        // Named in the wrong space: the error says which space has it.
+        let teamFolder = TempDir("ctl-team-folder")
+        #expect(try ca.run(["--space", "team", "transport", "add", "tf", "folder", teamFolder.path]).status == 0)
+        let wrongSpace = try ca.run(["transport", "rm", "tf"])
+        #expect(wrongSpace.status == 3 && wrongSpace.stderr.contains("space team has one: pass --space team"), "\(wrongSpace)")
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import Glibc
+import Synchronization
 import Testing
 @testable import FerrySync
 
@@ -346,6 +347,42 @@ import Testing
             request.httpMethod = "PUT"
             await #expect(throws: (any Error).self) { _ = try await SessionCall.upload(session, request, fromFile: file) }
         }
+    }
+
+    /// A blob over the in-memory limit is streamed from its file: a reset mid-body fails the
+    /// upload (before, `uploadTask(fromFile:)` trapped and ended the process), and an upload
+    /// the server takes arrives whole, with its Content-Length.
+    @Test func aURLSessionUploadOverTheMemoryLimitIsStreamedAndAResetFails() async throws {
+        let reset = try ScriptedHTTPServer { peer, _ in
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(peer.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+            peer.read(20_000)
+            peer.close()
+        }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("session-stream-\(UUID().uuidString)")
+        let bytes = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        try Data(bytes).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let session = RelayHTTP.makeSession(timeout: .seconds(10))
+        defer { session.invalidateAndCancel() }
+        for _ in 0..<3 {
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(reset.port)/v1/owners/x/blobs/k")!)
+            request.httpMethod = "PUT"
+            await #expect(throws: (any Error).self) { _ = try await SessionCall.upload(session, request, fromFile: file, inMemoryUpTo: 1 << 20) }
+        }
+        let received = Mutex<(head: String, body: [UInt8])?>(nil)
+        let taking = try ScriptedHTTPServer { peer, _ in
+            guard let request = peer.readChunkedRequest() else { return }
+            received.withLock { $0 = request }
+            peer.answer("{}", status: "201 Created", headers: "Connection: close\r\n")
+        }
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(taking.port)/v1/owners/x/blobs/k")!)
+        request.httpMethod = "PUT"
+        let (_, response) = try await SessionCall.upload(session, request, fromFile: file, inMemoryUpTo: 1 << 20)
+        #expect((response as? HTTPURLResponse)?.statusCode == 201)
+        let got = try #require(received.withLock { $0 })
+        #expect(got.head.lowercased().contains("transfer-encoding: chunked") && !got.head.lowercased().contains("content-length"), "\(got.head)")
+        #expect(got.body.count == bytes.count && got.body == bytes)
     }
 
     /// A relay that refuses a large body answers before reading it all and closes: the answer

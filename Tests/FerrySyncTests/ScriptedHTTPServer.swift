@@ -127,6 +127,33 @@ final class ScriptedHTTPServer: @unchecked Sendable {
             return (head, body)
         }
 
+        /// Reads one request whose body comes chunked (`Transfer-Encoding: chunked`): its head and
+        /// the body put together; nil at the end or on a malformed chunk.
+        func readChunkedRequest() -> (head: String, body: [UInt8])? {
+            let crlf = Array("\r\n".utf8)
+            while pending.firstRange(of: Array("\r\n\r\n".utf8)) == nil {
+                guard fill() else { return nil }
+            }
+            let end = pending.firstRange(of: Array("\r\n\r\n".utf8))!.upperBound
+            let head = String(decoding: pending[..<end], as: UTF8.self)
+            pending.removeFirst(end)
+            var body: [UInt8] = []
+            while true {
+                while pending.firstRange(of: crlf) == nil {
+                    guard fill() else { return nil }
+                }
+                let line = pending.firstRange(of: crlf)!
+                guard let size = Int(String(decoding: pending[..<line.lowerBound], as: UTF8.self).split(separator: ";")[0], radix: 16) else { return nil }
+                pending.removeFirst(line.upperBound)
+                while pending.count < size + 2 {
+                    guard fill() else { return nil }
+                }
+                body += pending[..<size]
+                pending.removeFirst(size + 2)
+                if size == 0 { return (head, body) }
+            }
+        }
+
         /// Reads up to `count` bytes of whatever comes (fewer at the end).
         func read(_ count: Int) {
             while pending.count < count {

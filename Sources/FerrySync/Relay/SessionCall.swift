@@ -26,15 +26,23 @@ enum SessionCall {
         }
     }
 
-    /// Sends the file at `file` as the body of `request`; the reply body and response. A file of
-    /// at most `inMemoryUpTo` bytes is read and sent from memory: FoundationNetworking's
-    /// upload from a file traps (ending the process) when the server resets the connection
-    /// while the body is being sent ("'try!' ... libcurl.Easy Code=43"); from memory it fails
-    /// with the reset.
+    /// Sends the file at `file` as the body of `request`; the reply body and response.
+    /// FoundationNetworking's upload from a file (`uploadTask(with:fromFile:)`) traps, ending the
+    /// process, when the server resets the connection while the body is being sent ("'try!' ...
+    /// libcurl.Easy Code=43"), so it is never used: a file of at most `inMemoryUpTo` bytes is
+    /// sent from memory, a larger one streamed from an `InputStream` of the file (a body
+    /// stream, sent with `Transfer-Encoding: chunked`); both fail with the reset instead.
     static func upload(_ session: URLSession, _ request: URLRequest, fromFile file: URL,
                        inMemoryUpTo: Int = 64 << 20) async throws -> (Data, URLResponse) {
         let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int) ?? Int.max
         let body = size <= inMemoryUpTo ? try Data(contentsOf: file) : nil
+        var streamed = request
+        if body == nil {
+            guard size != Int.max, let stream = InputStream(url: file) else { throw URLError(.fileDoesNotExist) }
+            // Sent chunked (FoundationNetworking would send a Content-Length given here beside
+            // Transfer-Encoding: chunked, which proxies may refuse).
+            streamed.httpBodyStream = stream
+        }
         return try await run { completion in
             let handler: @Sendable (Data?, URLResponse?, (any Error)?) -> Void = { data, response, error in
                 completion(Result { () throws -> (Data, URLResponse) in
@@ -44,7 +52,7 @@ enum SessionCall {
                 })
             }
             if let body { return session.uploadTask(with: request, from: body, completionHandler: handler) }
-            return session.uploadTask(with: request, fromFile: file, completionHandler: handler)
+            return session.dataTask(with: streamed, completionHandler: handler)
         }
     }
 

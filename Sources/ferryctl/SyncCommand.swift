@@ -24,7 +24,15 @@ enum SyncCommand: Command {
             if context.json {
                 Output.json(.object([:]))
             } else {
-                Output.line("sync started" + (context.space.map { " for space \($0)" } ?? "") + "; see 'ferryctl status'")
+                // A round with no transport to run starts nothing: say so, and what to do.
+                let transports = (try? await client.status().transports) ?? []
+                let relevant = transports.filter { context.space == nil || $0.space == context.space }
+                if relevant.isEmpty {
+                    Output.line((context.space.map { "space \($0) has no transport" } ?? "no space has a transport") + ", so there is nothing to sync with; "
+                        + "add one with 'ferryctl transport add NAME folder PATH' or 'ferryctl transport add NAME relay URL --code CODE'")
+                } else {
+                    Output.line("sync started" + (context.space.map { " for space \($0)" } ?? "") + "; see 'ferryctl status'")
+                }
             }
         case "pause", "resume":
             if context.space != nil { throw .usage("pause and resume apply to every space; leave out --space") }

@@ -62,6 +62,8 @@ import Testing
         #expect(try await eventually(.seconds(60)) { try await b.records()["N1"] != nil })
 
         // Paused, b keeps its change in the outbox; resumed, it goes out.
+        let round = try cb.run(["sync"])
+        #expect(round.status == 0 && round.stdout.hasPrefix("sync started; see 'ferryctl status'"), "\(round)")
         #expect(try cb.run(["sync", "pause"]).status == 0)
         #expect(try cb.run(["status", "--json"]).json()["state"] == "paused")
         #expect(try cb.run(["put", "note", "N2", #"{"t":2}"#]).status == 0)

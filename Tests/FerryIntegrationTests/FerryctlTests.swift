@@ -248,9 +248,11 @@ import Testing
         let errors = try ctl.run(["outbox", "--errors"])
         #expect(errors.status == 0 && errors.stdout.isEmpty && errors.stderr.contains("no rejected or held entries"), "\(errors)")
 
+        // No transport anywhere: nothing to sync with, and what to do.
         let sync = try ctl.run(["sync"])
-        #expect(sync.status == 0 && sync.stdout.hasPrefix("sync started"), "\(sync)")
-        #expect(try ctl.run(["sync", "--space", "team"]).status == 0)
+        #expect(sync.status == 0 && sync.stdout.hasPrefix("no space has a transport") && sync.stdout.contains("ferryctl transport add"), "\(sync)")
+        let team = try ctl.run(["sync", "--space", "team"])
+        #expect(team.status == 0 && team.stdout.hasPrefix("space team has no transport"), "\(team)")
 
         let version = try ctl.run(["version"])
         #expect(version.status == 0 && version.lines.count == 2 && version.lines[1].hasPrefix("ferryd "), "\(version)")

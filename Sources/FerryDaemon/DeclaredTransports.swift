@@ -76,6 +76,10 @@ enum DeclaredTransports {
                     continue
                 }
                 let existing = transports.first { $0.name == t.name }
+                if existing != nil && !previous.contains(key) {
+                    logger.notice("ferryd.conf: [Transport \(t.name)] now declares transport \(t.name) of space \(t.space), which was added "
+                        + "with ferryctl: from now on the file decides, and removing the section removes the transport", ["transport": t.name])
+                }
                 if existing?.kind != t.kind || existing?.config != config {
                     let startOver = existing.map { !TransportConfiguration.samePlace($0, kind: t.kind, config: config) } ?? true
                     try store.addTransport(space: t.space, name: t.name, kind: t.kind, config: config, startOver: startOver)

@@ -583,6 +583,12 @@ import Testing
         try base.write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         kill(daemon.process!.processIdentifier, SIGHUP)
         #expect(try await eventually(.seconds(10)) { try await client.transports().map(\.name) == ["by-hand"] })
+        // A section naming the transport added by hand takes it over, and says so.
+        try (base + "[Transport by-hand]\nKind=folder\nLocation=\(other.path)\n").write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        kill(daemon.process!.processIdentifier, SIGHUP)
+        #expect(try await eventually(.seconds(10)) { daemon.log.contains("now declares transport by-hand of space private, which was added with ferryctl") },
+                "\(daemon.log)")
+        #expect(try await client.transports().map(\.name) == ["by-hand"])
         #expect(daemon.stop() == 0)
     }
 

@@ -206,7 +206,7 @@ final class Writer: @unchecked Sendable {
         self.seq = seq
         let rid = db.lastInsertRowID
         try logChange(seq: seq, rid: rid, sid: sid, origin: origin, version: version)
-        try adjustReferences(sid: sid, removing: [], adding: version.attachments, requirePresent: origin == .local)
+        try adjustReferences(sid: sid, removing: [], adding: version.attachments, requirePresent: origin == .local, current: true)
         return (rid, seq)
     }
 
@@ -229,7 +229,7 @@ final class Writer: @unchecked Sendable {
         superseded.bind(1, current.seq)
         try superseded.run()
         try adjustReferences(sid: sid, removing: current.version.attachments, adding: version.attachments,
-                             requirePresent: origin == .local)
+                             requirePresent: origin == .local, current: true)
         return seq
     }
 
@@ -376,7 +376,7 @@ final class Writer: @unchecked Sendable {
         insert.bind(8, nowMillis)
         try insert.run()
         guard db.changes > 0 else { return }
-        try adjustReferences(sid: sid, removing: [], adding: version.attachments, requirePresent: false)
+        try adjustReferences(sid: sid, removing: [], adding: version.attachments, requirePresent: false, current: false)
         // Keep only the newest `conflictHistory` per record.
         let old = try db.cached("SELECT lid, attachments FROM losers WHERE rid = ? ORDER BY lid DESC LIMIT -1 OFFSET ?")
         old.bind(1, rid)
@@ -388,7 +388,7 @@ final class Writer: @unchecked Sendable {
             let delete = try db.cached("DELETE FROM losers WHERE lid = ?")
             delete.bind(1, lid)
             try delete.run()
-            try adjustReferences(sid: sid, removing: attachments, adding: [], requirePresent: false)
+            try adjustReferences(sid: sid, removing: attachments, adding: [], requirePresent: false, current: false)
         }
     }
 
@@ -428,9 +428,14 @@ final class Writer: @unchecked Sendable {
     // MARK: Attachment references
 
     /// Counts references: every current or losing version referencing an attachment holds one,
-    /// in `attachments.refs` and in its space's count (`attachment_refs`, dropped at zero).
-    /// A local write may only reference attachments the store has.
-    func adjustReferences(sid: Int64, removing old: [String], adding new: [String], requirePresent: Bool) throws {
+    /// in `attachments.refs` and in its space's count (`attachment_refs`, dropped at zero), and
+    /// a current version (`current`) in the space's count of current ones too. When that goes
+    /// to zero, the space's transports get a note to remove the blob (`blob_deletions`): a
+    /// losing version is this device's history, whose bytes stay here (restored, it uploads
+    /// them again), not a reason for the transports to keep the blob. A current reference drops
+    /// the notes. A local write may only reference attachments the store has.
+    func adjustReferences(sid: Int64, removing old: [String], adding new: [String], requirePresent: Bool, current: Bool) throws {
+        let c: Int64 = current ? 1 : 0
         if old.isEmpty && new.isEmpty { return }
         let oldSet = Set(old), newSet = Set(new)
         for sha in newSet.subtracting(oldSet).sorted() {
@@ -449,33 +454,41 @@ final class Writer: @unchecked Sendable {
             statement.bind(2, nowMillis / 1000)
             try statement.run()
             let space = try db.cached("""
-                INSERT INTO attachment_refs (sha256, sid, refs) VALUES (?, ?, 1)
-                ON CONFLICT (sha256, sid) DO UPDATE SET refs = refs + 1
+                INSERT INTO attachment_refs (sha256, sid, refs, current) VALUES (?1, ?2, 1, ?3)
+                ON CONFLICT (sha256, sid) DO UPDATE SET refs = refs + 1, current = current + ?3
                 """)
             space.bind(1, sha)
             space.bind(2, sid)
+            space.bind(3, c)
             try space.run()
-            // Referenced again: its transports keep the blob.
-            let kept = try db.cached("DELETE FROM blob_deletions WHERE sid = ? AND sha256 = ?")
-            kept.bind(1, sid)
-            kept.bind(2, sha)
-            try kept.run()
+            if current {
+                // Referenced again: its transports keep the blob.
+                let kept = try db.cached("DELETE FROM blob_deletions WHERE sid = ? AND sha256 = ?")
+                kept.bind(1, sid)
+                kept.bind(2, sha)
+                try kept.run()
+            }
         }
         let dropped = oldSet.subtracting(newSet)
         for sha in dropped.sorted() {
             let statement = try db.cached("UPDATE attachments SET refs = max(refs - 1, 0) WHERE sha256 = ?")
             statement.bind(1, sha)
             try statement.run()
-            let space = try db.cached("UPDATE attachment_refs SET refs = refs - 1 WHERE sha256 = ? AND sid = ?")
+            let space = try db.cached("""
+                UPDATE attachment_refs SET refs = refs - 1, current = max(current - ?3, 0) WHERE sha256 = ?1 AND sid = ?2 RETURNING current
+                """)
             space.bind(1, sha)
             space.bind(2, sid)
-            try space.run()
+            space.bind(3, c)
+            let left: Int64? = try space.step() ? space.int64(0) : nil
+            space.reset()
             let gone = try db.cached("DELETE FROM attachment_refs WHERE sha256 = ? AND sid = ? AND refs <= 0")
             gone.bind(1, sha)
             gone.bind(2, sid)
             try gone.run()
-            if db.changes > 0 {
-                // The space's last reference went: each of its transports may drop the blob later.
+            if current && (left ?? 0) == 0 {
+                // The space's last current reference went: each of its transports may drop the
+                // blob later.
                 let queue = try db.cached("""
                     INSERT INTO blob_deletions (sid, sha256, transport, since) SELECT ?1, ?2, name, ?3 FROM transports WHERE sid = ?1
                     ON CONFLICT (sid, sha256, transport) DO UPDATE SET since = excluded.since

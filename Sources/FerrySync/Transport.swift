@@ -73,9 +73,10 @@ public protocol Transport: AnyObject, Sendable {
     var batchLimit: SyncLimits.Batch { get }
 
     /// Whether blobs stored here can vanish without the transport knowing (a synced folder,
-    /// whose files a user or the sync tool may delete): then the engine checks now and then
-    /// that the blobs of the space's attachments it holds are still there, and puts back the
-    /// ones that are not. False for a host that loses blobs only with everything else.
+    /// whose files a user or the sync tool may delete; a relay, where another device removes a
+    /// blob nothing references from its view): then the engine checks now and then that the
+    /// blobs of the space's attachments it holds are still there, and puts back the ones that
+    /// are not. False for a host that loses blobs only with everything else.
     var blobsCanVanish: Bool { get }
 }
 
@@ -118,8 +119,9 @@ public typealias BlobKey = String
 public enum BlobDeletion: Sendable, Hashable {
     /// Removed, or not there.
     case deleted
-    /// Kept: a device stored it or looked for it too recently.
-    case inUse
+    /// Kept: a device stored it or looked for it too recently; ask again after `retryAfter`
+    /// when the host said.
+    case inUse(retryAfter: Duration?)
 }
 
 /// What a transport did with one pushed envelope.

@@ -40,6 +40,7 @@ enum ServeCommand {
         logger.notice("listening on \(listening)", ["listen": listening, "state_directory": configuration.stateDirectory])
         SystemdNotifier.ready(status: "listening on \(listening)")
 
+        for warning in configuration.warnings { logger.warning(warning) }
         startSweeper(server.service)
 
         var received: Int32 = 0

@@ -138,8 +138,10 @@ import Testing
     }
 
     /// The blob of an attachment nothing references any more leaves the folder after the
-    /// devices' BlobRetentionSeconds (here 0): each device removes only its own copy. Attached
-    /// again on the other device, that device writes its own copy, which a reads.
+    /// devices' BlobRetentionSeconds (here 0): each device removes only its own copy, also when
+    /// the delete came from another device (the version it beat is kept as a losing version,
+    /// which keeps the bytes here but not the blob on the transport). Attached again on the
+    /// other device, that device writes its own copy.
     @Test func theBlobOfAnAttachmentNothingReferencesLeavesTheFolder() async throws {
         let dir = TempDir("folder-blob-removal")
         func blobFiles() -> [String] { filesBelow(dir.path).filter { $0.contains("/blobs/") && !$0.contains("/.tmp") }.sorted() }
@@ -156,8 +158,9 @@ import Testing
         #expect(try await eventually(.seconds(30)) { (try? await b.client().getAttachment(sha256: photo.sha256)) != nil })
         let written = blobFiles()
         #expect(written.count == 1, "\(written)")
-        _ = try await a.client().delete(entity: "doc", id: "d1")
-        #expect(try await eventually(.seconds(30)) { try await b.records("doc")["d1"]?.deleted == true })
+        _ = try await b.client().delete(entity: "doc", id: "d1")
+        #expect(try await eventually(.seconds(30)) { try await a.records("doc")["d1"]?.deleted == true })
+        #expect(try await a.client().conflicts(entity: "doc", id: "d1").count == 1)
         #expect(try await eventually(.seconds(30)) { blobFiles().isEmpty }, "\(blobFiles())\n\(a.logTail)")
         // b still has the bytes (AttachmentGraceSeconds): attached again there, b writes its own
         // copy (a's is gone), and it stays.

@@ -363,6 +363,35 @@ import Testing
         _ = relay   // running until here
     }
 
+    /// A blob gone from the relay (another device removed it, or a device passed its record on
+    /// without having the bytes) is put back by a device that references it and has its bytes,
+    /// at its next blob check (SyncNow here).
+    @Test func aBlobGoneFromTheRelayIsPutBackByADeviceThatHasItsBytes() async throws {
+        let (relay, devices, owner) = try await Self.setUp(2, storage: "sqlite", relayConfig: "BlobDeleteGraceSeconds=0")
+        let (a, b) = (devices[0], devices[1])
+        let photo = try await a.client().putAttachment(data: (0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 3) })
+        _ = try await a.client().put(entity: "note", id: "photo", payload: [:], attachments: [photo.sha256])
+        #expect(try await eventually(.seconds(30)) { (try? await b.client().getAttachment(sha256: photo.sha256)) != nil })
+        // Removed by a third device of the owner (paired with a code as any device is).
+        let (code, _) = try await a.client().relayPairingCode()
+        let body = #"{"code":"\#(code)","device":"remover"}"#
+        let paired = try RelayHarness.rawHTTP(port: relay.port, "POST /v1/pair HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body)
+        let token = try #require(paired.split(separator: "\"").drop { $0 != "token" }.dropFirst(2).first.map(String.init), "\(paired)")
+        let key = try runCommand(Executables.python, ["-c", """
+            import sqlite3, sys
+            print(sqlite3.connect(sys.argv[1]).execute("SELECT key FROM blobs").fetchone()[0])
+            """, relay.root + "/state/relay.db"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let removed = try RelayHarness.rawHTTP(port: relay.port, "DELETE /v1/owners/\(owner)/blobs/\(key) HTTP/1.1\r\nHost: x\r\n"
+            + "Authorization: Bearer \(token)\r\nConnection: close\r\n\r\n")
+        #expect(removed.hasPrefix("HTTP/1.1 204"), "\(removed)")
+        #expect(try await a.client().relayUsage().figures["blobs"] == 0)
+        try await a.client().syncNow()
+        #expect(try await eventually(.seconds(30)) { try await a.client().relayUsage().figures["blobs"] == 1 }, "\(a.logTail)")
+        #expect(a.harness.log.contains("were gone from the transport"), "\(a.logTail)")
+        _ = relay   // running until here
+    }
+
     /// An attachment over the relay's MaxBlobBytes rejects its record for the relay, with
     /// what to do, and every other record of the batch arrives.
     @Test func anAttachmentTooLargeForTheRelayRejectsItsRecordAndTheRestArrive() async throws {

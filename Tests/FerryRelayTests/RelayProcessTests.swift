@@ -476,6 +476,11 @@ import Testing
         let latest = try Self.userVersion(state + "/relay.db")
         (status, output) = try Self.runRelay(["check-config", "--config", relay.configPath])
         #expect(status == 0 && output.contains("relay.db, schema version \(latest) (current)"), "\(status) \(output)")
+        #expect(!output.contains("warning"), "\(output)")
+        // A grace too short for the devices' checks is warned about, not refused.
+        let short = try RelayHarness(extraConfig: "BlobDeleteGraceSeconds=5\n")
+        let (shortStatus, shortOutput) = try Self.runRelay(["check-config", "--config", short.configPath])
+        #expect(shortStatus == 0 && shortOutput.contains("warning: BlobDeleteGraceSeconds=5 is under 900"), "\(shortOutput)")
 
         try Self.setUserVersion(state + "/relay.db", latest - 1)
         (status, output) = try Self.runRelay(["check-config", "--config", relay.configPath])

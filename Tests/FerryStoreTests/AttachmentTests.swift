@@ -76,6 +76,52 @@ import Testing
         #expect(try store.blobDeletionCount(space: "team", transport: "folder") == 1)
     }
 
+    /// A version that loses a merge is this device's history: it keeps the attachment's bytes
+    /// here, not its blob on the transports. When a newer version from elsewhere drops the
+    /// attachment, the local one it beats becomes a losing version and the blob is noted for
+    /// removal all the same; a losing version being pruned does not note it again, and a
+    /// restored one (a new current version) drops the note.
+    @Test func aLosingVersionDoesNotKeepTheBlobOnTheTransports() throws {
+        let dir = TempDir(), wall = TestWall()
+        let store = try makeStore(dir, wall: wall)
+        try store.addTransport(name: "relay", kind: "relay")
+        let a = try store.putAttachment(Array("a".utf8)).sha256
+        let mine = try store.put(entity: "doc", id: "L", payload: "{}", attachments: [a])
+        let newer = RecordVersion(entity: "doc", id: "L", hlc: Stamp(millis: mine.hlc.millis + 1000, counter: 0, node: NodeID(99)),
+                                  deleted: true, payload: nil, attachments: [])
+        _ = try store.applyRemote([newer], origin: .remote(transport: "relay"))
+        #expect(try store.conflicts(entity: "doc", id: "L").count == 1)
+        #expect(try store.attachment(a)?.references == 1)   // the loser keeps the bytes here
+        let t = wall.read() / 1000
+        #expect(try store.blobDeletions(transport: "relay", unreferencedBefore: t + 1) == [a])
+        _ = try store.put(entity: "doc", id: "L", payload: "{}", attachments: [a])
+        #expect(try store.blobDeletions(transport: "relay", unreferencedBefore: t + 1).isEmpty)
+    }
+
+    /// A store of version 5 gets the count of current references per space, and a note for
+    /// each attachment only losing versions referenced.
+    @Test func version5CountsCurrentReferencesAndNotesLoserOnlyAttachments() throws {
+        let dir = TempDir()
+        let (a, b) = (String(repeating: "a", count: 64), String(repeating: "b", count: 64))
+        do {
+            let store = try makeStore(dir)
+            try store.addTransport(name: "relay", kind: "relay")
+            func version(_ id: String, _ millis: Int64, _ attachments: [String], node: UInt64 = 5) -> RecordVersion {
+                RecordVersion(entity: "doc", id: id, hlc: Stamp(millis: millis, counter: 0, node: NodeID(node)), deleted: false,
+                              payload: "{}", attachments: attachments)
+            }
+            _ = try store.applyRemote([version("K", 1, [a]), version("K2", 1, [a]), version("L", 1, [b])], origin: .remote(transport: "relay"))
+            _ = try store.applyRemote([version("L", 2, [], node: 6)], origin: .remote(transport: "relay"))
+            let db = try Database(path: dir.path + "/ferry.db")
+            try StoreTests.downgradeToVersion5(db)
+        }
+        let store = try makeStore(dir)
+        let db = try Database(path: dir.path + "/ferry.db")
+        #expect(try db.scalarInt("SELECT current FROM attachment_refs WHERE sha256 = '\(a)'") == 2)
+        #expect(try db.scalarInt("SELECT current FROM attachment_refs WHERE sha256 = '\(b)'") == 0)
+        #expect(try store.blobDeletions(transport: "relay", unreferencedBefore: Int64(Date().timeIntervalSince1970) + 10) == [b])
+    }
+
     @Test func streamsLargeFilesIn() throws {
         let dir = TempDir()
         let store = try makeStore(dir)

@@ -479,6 +479,7 @@ import FerrySQLite
     static func downgradeToVersion5(_ db: Database) throws {
         try db.execute("""
             DROP TABLE blob_deletions;
+            ALTER TABLE attachment_refs DROP COLUMN current;
             PRAGMA user_version = 5;
             """)
     }

@@ -89,6 +89,54 @@ import Testing
         #expect(try await eventually { try a.store.blobDeletionCount(transport: "m") == 0 })
     }
 
+    /// A host that keeps a blob in use and says when to ask again is not asked before then,
+    /// although the passes come every second.
+    @Test func theHostsRetryAfterIsRespected() async throws {
+        let log = MemoryLog()
+        let (a, b) = try await Self.pair(log, retention: .zero)
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        let (_, key) = try await Self.attach("later bytes", id: "d1", on: a, log)
+        log.state.withLock { s in
+            s.blobsInUse.insert(key)
+            s.inUseRetryAfter = .seconds(4)
+        }
+        _ = try a.store.delete(entity: "doc", id: "d1")
+        #expect(try await eventually(.seconds(10)) { log.state.withLock { $0.deleteAttempts } == 1 })
+        log.state.withLock { $0.blobsInUse = [] }
+        try await Task.sleep(for: .milliseconds(2500))
+        #expect(log.state.withLock { $0.deleteAttempts == 1 && $0.blobs[key] != nil })
+        #expect(try await eventually(.seconds(10)) { log.state.withLock { $0.blobs[key] == nil } })
+        #expect(log.state.withLock { $0.deleteAttempts } == 2)
+    }
+
+    /// A paused device removes nothing after its resume until a pull has caught up: another
+    /// device may have referenced the blob again meanwhile.
+    @Test func noBlobIsRemovedAfterAResumeBeforeThePullCatchesUp() async throws {
+        let log = MemoryLog()
+        let (a, b) = try await Self.pair(log, retention: .zero)
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        let (sha, key) = try await Self.attach("shared bytes", id: "d1", on: a, log)
+        #expect(try await eventually { try b.store.attachmentPath(sha) != nil })
+        try a.engine.setPaused(true)
+        try await Task.sleep(for: .milliseconds(300))
+        // While a is paused, b attaches the same file to another record, and a deletes its own.
+        _ = try b.store.put(entity: "doc", id: "d2", payload: "{}", attachments: [sha])
+        #expect(try await eventually { try b.store.outbox().isEmpty })
+        _ = try a.store.delete(entity: "doc", id: "d1")
+        try await Task.sleep(for: .milliseconds(1200))
+        // The pull stays away while the resume's removal pass runs.
+        log.failPulls(with: .unavailable("slow"))
+        try a.engine.setPaused(false)
+        a.engine.syncNow()
+        try await Task.sleep(for: .milliseconds(1500))
+        #expect(log.state.withLock { $0.blobs[key] != nil && $0.deletedBlobs.isEmpty })
+        log.failPulls(with: nil)
+        #expect(try await eventually { try a.store.get(entity: "doc", id: "d2") != nil })
+        #expect(try await eventually { try a.store.blobDeletionCount(transport: "m") == 0 })
+        try await Task.sleep(for: .milliseconds(1500))
+        #expect(log.state.withLock { $0.blobs[key] != nil && $0.deletedBlobs.isEmpty })
+    }
+
     /// A host that cannot be reached keeps the note: nothing is lost, the removal comes later.
     @Test func aFailedRemovalIsTriedAgain() async throws {
         let log = MemoryLog()

@@ -31,6 +31,9 @@ final class MemoryLog: Sendable {
         /// for lately; and the keys removed, in order.
         var blobsInUse: Set<BlobKey> = []
         var deletedBlobs: [BlobKey] = []
+        /// The Retry-After of an `.inUse` answer, and how many removals were asked for.
+        var inUseRetryAfter: Duration?
+        var deleteAttempts = 0
         /// Whether its transports say blobs can vanish (as a synced folder's can).
         var blobsCanVanish = false
         /// Pushes the transports of this log allow at once, how long each takes, and the most
@@ -154,7 +157,8 @@ final class MemoryTransport: Transport {
     func deleteBlob(key: BlobKey) async throws(TransportFailure) -> BlobDeletion {
         try check()
         return log.state.withLock { s in
-            if s.blobsInUse.contains(key) { return .inUse }
+            s.deleteAttempts += 1
+            if s.blobsInUse.contains(key) { return .inUse(retryAfter: s.inUseRetryAfter) }
             s.blobs[key] = nil
             s.deletedBlobs.append(key)
             return .deleted

@@ -32,7 +32,7 @@ public enum Router {
             // rather than an unknown route.
             let key = rest.dropFirst().joined(separator: "/")
             guard isBlobKey(key) else {
-                throw .badRequest(code: "bad_blob_key", message: "a blob key is 64 lowercase hex digits (a SHA-256)")
+                throw .badRequest(code: "bad_blob_key", message: "a blob key is 64 lowercase hex digits (the keyed hash a device names a sealed blob by)")
             }
             return try allow(["PUT", "GET", "HEAD", "DELETE"]) { m in
                 switch m {

@@ -53,6 +53,8 @@ final class TransportRunner: Sendable {
     /// devices pushed until shortly before.
     private let pulledUpAt = Mutex<ContinuousClock.Instant?>(nil)
     private let blobRemoval = WakeSignal()
+    /// Blobs the host kept as in use, and when it said to ask again (its Retry-After).
+    private let blobRemovalNotBefore = Mutex<[BlobKey: ContinuousClock.Instant]>([:])
     private let missingSince = Mutex<[String: ContinuousClock.Instant]>([:])
     /// Why the host lost this device's data, when the push loop found out: the pull loop (the
     /// only writer of the cursor) then starts the transport over.
@@ -642,8 +644,9 @@ final class TransportRunner: Sendable {
         }
         if Task.isCancelled || isPaused() { return }
         if putBack > 0 {
-            log(.warning, "\(info.name): \(putBack) attachment file(s) of this device were gone from the transport "
-                + "(deleted by a user or the sync tool); they were written again", fields)
+            log(.warning, "\(info.name): \(putBack) attachment file(s) this device has were gone from the transport "
+                + "(deleted by a user or the sync tool, removed by another device, or not uploaded by the device that passed "
+                + "their records on); they were written again", fields)
         }
         if repaired > 0 {
             log(.warning, "\(info.name): \(repaired) attachment file(s) were damaged on the transport "
@@ -705,12 +708,12 @@ final class TransportRunner: Sendable {
     }
 
     /// One pass: only while the pull applied everything the transport held within
-    /// `pulledUpWithin`, so that a reference another device pushed before then is here (and
-    /// took its blob off the list). A blob the host keeps as in use (a device stored it or
+    /// `pulledUpWithin` (and has not failed or been paused since), so that a reference another
+    /// device pushed before then is here (and took its blob off the list). A blob the host keeps as in use (a device stored it or
     /// asked for it lately) stays listed for the next pass, by when that device's reference,
     /// if it made one, has been pulled. A failure ends the pass; the sync loops report it.
     private func removeUnreferencedBlobs(retention: Duration) async {
-        guard let pulled = pulledUpAt.withLock({ $0 }), ContinuousClock.now - pulled < Self.pulledUpWithin else { return }
+        guard let pulled = pulledUpAt.withLock({ $0 }), ContinuousClock.now - pulled < pulledUpWithin else { return }
         let store = self.store, space = self.space, name = info.name
         let before = store.configuration.wallClock() / 1000 - retention.components.seconds
         var removed = 0, kept = 0
@@ -726,15 +729,22 @@ final class TransportRunner: Sendable {
             }
             var done: [String] = []
             var failure: TransportFailure?
+            var waiting = 0
             for sha in due where !Task.isCancelled {
                 let key = keys.blobKey(sha256: sha)
+                if let at = blobRemovalNotBefore.withLock({ $0[key] }), at > .now {
+                    waiting += 1
+                    continue
+                }
                 do {
                     switch try await transport.deleteBlob(key: key) {
                     case .deleted:
                         done.append(sha)
                         uploadedBlobs.withLock { $0[key] = nil }
-                    case .inUse:
+                        blobRemovalNotBefore.withLock { $0[key] = nil }
+                    case .inUse(let retryAfter):
                         kept += 1
+                        if let retryAfter { blobRemovalNotBefore.withLock { $0[key] = .now + retryAfter } }
                     }
                 } catch {
                     failure = error
@@ -752,7 +762,7 @@ final class TransportRunner: Sendable {
                 log(.debug, "\(name): cannot remove unreferenced blobs: \(failure)", fields)
                 break
             }
-            if due.count < Self.blobRemovalPage || done.count < due.count { break }
+            if due.count < Self.blobRemovalPage || done.count + waiting < due.count || done.isEmpty { break }
         }
         if removed > 0 || kept > 0 {
             log(.info, "\(name): removed \(removed) attachment blob(s) nothing references any more"
@@ -760,8 +770,10 @@ final class TransportRunner: Sendable {
         }
     }
 
-    /// How recently the pull must have caught up for blobs to be removed.
-    static let pulledUpWithin: Duration = .seconds(300)
+    /// How recently the pull must have caught up for blobs to be removed: a caught-up pull
+    /// comes back at least every poll interval (empty), so twice that and a margin, at most
+    /// 5 minutes.
+    private var pulledUpWithin: Duration { min(options.pollInterval * 2 + .seconds(5), .seconds(300)) }
     /// How many blobs to remove one pass lists at a time.
     static let blobRemovalPage = 200
 
@@ -782,6 +794,9 @@ final class TransportRunner: Sendable {
         while !Task.isCancelled {
             if isPaused() {
                 dropAhead()
+                // What others pushed meanwhile is not here: no blob is removed before a pull
+                // after the resume has caught up.
+                pulledUpAt.withLock { $0 = nil }
                 setState("paused")
                 await pullRetry.wait(timeout: .seconds(5))
                 continue
@@ -835,6 +850,7 @@ final class TransportRunner: Sendable {
                 // The retry is a quick pull, not a long wait, so a host that is back shows as
                 // working (and its news is applied) at once.
                 caughtUp = false
+                pulledUpAt.withLock { $0 = nil }
                 let delay = options.backoff(error, failures)
                 unreachable.withLock { $0.pull = Self.isUnreachable(error) }
                 failed(error, retryIn: delay, during: .pull)

@@ -72,6 +72,13 @@ public final class RelayTransport: Transport {
     /// waiting pull and blob transfers still have room (the HTTP/1.1 client of an `http://`
     /// relay opens a connection per request in flight and keeps up to 4 idle).
     public var pushesInFlight: Int { 2 }
+
+    /// Another device removes a blob nothing references from its view (`deleteBlob`), and a
+    /// device may pass a record on to the relay before it has the attachment's bytes: the
+    /// engine's check puts back the blobs of what it sent whose bytes are here. Each check's
+    /// HEAD also counts as a use on the relay, which keeps a blob some device references from
+    /// being removed (`BlobDeleteGraceSeconds`).
+    public var blobsCanVanish: Bool { true }
     /// The relay takes 2,000 events per push in a body of at most its MaxBodyBytes (8 MiB by
     /// default); 4 MiB of envelopes are about 5.4 MiB in base64. Per push a relay commits (and
     /// syncs) once, so larger pushes move records faster. An older relay that takes fewer
@@ -227,7 +234,9 @@ public final class RelayTransport: Transport {
         }
         guard reply.status == 409 else { return .deleted }
         let code = (try? JSONParser.parse([UInt8](reply.body.prefix(64 << 10))))?["error"]?.stringValue
-        if code == "blob_in_use" { return .inUse }
+        if code == "blob_in_use" {
+            return .inUse(retryAfter: reply.headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.map { .seconds($0) })
+        }
         throw RelayHTTP.failure(reply, what: "removing a blob", base: base)
     }
 

@@ -82,12 +82,13 @@ public struct EnvelopeHeader: Sendable, Hashable {
 
 /// Big-endian integer helpers for the binary formats.
 enum BigEndian {
+    /// One append of the value's bytes (not one per byte, each checking for room).
     static func append(_ v: UInt64, to out: inout [UInt8]) {
-        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: v >> UInt64(shift))) }
+        withUnsafeBytes(of: v.bigEndian) { out.append(contentsOf: $0) }
     }
 
     static func append(_ v: UInt32, to out: inout [UInt8]) {
-        for shift in stride(from: 24, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: v >> UInt32(shift))) }
+        withUnsafeBytes(of: v.bigEndian) { out.append(contentsOf: $0) }
     }
 
     static func uint64(_ bytes: ArraySlice<UInt8>, at i: Int) -> UInt64 {

@@ -24,8 +24,12 @@ extension Store {
                 lastSeq: try count("SELECT max(seq) FROM changes"),
                 attachments: Int(try count("SELECT count(*) FROM attachments WHERE present = 1")),
                 attachmentBytes: try count("SELECT total(size) FROM attachments WHERE present = 1"),
-                attachmentsMissing: Int(try count(
-                    "SELECT count(*) FROM attachments INDEXED BY attachments_missing WHERE present = 0 AND refs > 0")))
+                // Only those a current version references: a losing version's blob may be gone
+                // from the transports for good (they keep blobs current versions reference).
+                attachmentsMissing: Int(try count("""
+                    SELECT count(*) FROM attachments a INDEXED BY attachments_missing WHERE a.present = 0 AND a.refs > 0
+                      AND EXISTS (SELECT 1 FROM attachment_refs s WHERE s.sha256 = a.sha256 AND s.current > 0)
+                    """)))
         }
     }
 

@@ -709,9 +709,10 @@ final class TransportRunner: Sendable {
 
     /// One pass: only while the pull applied everything the transport held within
     /// `pulledUpWithin` (and has not failed or been paused since), so that a reference another
-    /// device pushed before then is here (and took its blob off the list). A blob the host keeps as in use (a device stored it or
-    /// asked for it lately) stays listed for the next pass, by when that device's reference,
-    /// if it made one, has been pulled. A failure ends the pass; the sync loops report it.
+    /// device pushed before then is here (and took its blob off the list). A blob the host
+    /// keeps as in use (a device stored it or asked for it lately) stays listed, and is asked
+    /// for again no sooner than the host said; by then that device's reference, if it made
+    /// one, has been pulled. A failure ends the pass; the sync loops report it.
     private func removeUnreferencedBlobs(retention: Duration) async {
         guard let pulled = pulledUpAt.withLock({ $0 }), ContinuousClock.now - pulled < pulledUpWithin else { return }
         let store = self.store, space = self.space, name = info.name

@@ -43,6 +43,32 @@ import Testing
                 "\(warnings.all)")
     }
 
+    /// A device on two transports passes a record on from the first to the second before the
+    /// attachment's blob arrived (it applied the record without it). When the bytes come
+    /// through the first, the second is checked at once and gets the blob, not only at its
+    /// next periodic check (10 minutes away here).
+    @Test func aBlobPassedOnWithoutItsBytesGoesUpWhenTheyArrive() async throws {
+        let one = MemoryLog(), two = MemoryLog()
+        two.state.withLock { $0.blobsCanVanish = true }
+        one.state.withLock { $0.blobsHidden = true }
+        let fast: (inout SyncOptions) -> Void = { $0.attachmentWait = .milliseconds(300); $0.attachmentRetry = .milliseconds(200) }
+        let a = try EngineDevice(logs: ["one": one, "two": two], configure: fast)
+        let b = try EngineDevice(logs: ["one": one], configure: fast)
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        await a.engine.reconcile()
+        try await b.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
+        try await a.add("m1", log: "one")
+        try await a.add("m2", log: "two")
+        try await b.add("m1", log: "one")
+        let sha = try b.store.putAttachment(Array("late bytes".utf8)).sha256
+        _ = try b.store.put(entity: "doc", id: "d1", payload: "{}", attachments: [sha])
+        #expect(try await eventually { try a.store.get(entity: "doc", id: "d1") != nil && a.store.outbox().isEmpty })
+        #expect(two.count >= 1 && two.state.withLock { $0.blobs.isEmpty })
+        one.state.withLock { $0.blobsHidden = false }
+        #expect(try await eventually(.seconds(10)) { a.store.attachmentPath(sha) != nil })
+        #expect(try await eventually(.seconds(10)) { two.state.withLock { $0.blobs.count } == 1 })
+    }
+
     /// What a run killed mid-transfer left in the scratch directory (sealed and opened blobs)
     /// goes when the engine starts; a directory in it is left alone.
     @Test func theScratchDirectoryIsEmptiedAtStart() throws {

@@ -38,6 +38,12 @@ public final class SyncEngine: Sendable {
 
     private static func key(_ space: String, _ name: String) -> String { space + "\u{0}" + name }
 
+    /// Asks the runners of `space` but `name` to check their blobs soon.
+    private func checkBlobsSoon(space: String, except name: String) {
+        let others = runners.withLock { r in r.values.filter { $0.space == space && $0.info.name != name } }
+        for runner in others { runner.checkBlobsSoon() }
+    }
+
     /// Removes the files a previous run left in the scratch directory (sealed blobs on their
     /// way up or down, opened ones, imports): a run killed mid-transfer left them, and nothing
     /// else would (a 50 MB attachment cut short left 100 MB). Nothing uses it before the engine
@@ -82,7 +88,8 @@ public final class SyncEngine: Sendable {
                         continue
                     }
                     let runner = TransportRunner(space: space, info: info, transport: transport, store: store, keys: keys,
-                                                 options: options, log: log, isPaused: { [weak self] in self?.isPaused ?? true })
+                                                 options: options, log: log, isPaused: { [weak self] in self?.isPaused ?? true },
+                                                 attachmentsArrived: { [weak self] in self?.checkBlobsSoon(space: space, except: info.name) })
                     runners.withLock { $0[key] = runner }
                     broken.withLock { _ = $0.removeValue(forKey: key) }
                     runner.start()

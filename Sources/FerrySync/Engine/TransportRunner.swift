@@ -30,6 +30,9 @@ final class TransportRunner: Sendable {
     private let options: SyncOptions
     private let log: SyncLog
     private let isPaused: @Sendable () -> Bool
+    /// Called when this runner stored attachments whose bytes were missing: the space's other
+    /// transports may have records whose blobs this device passed on without them.
+    private let attachmentsArrived: @Sendable () -> Void
 
     private let pushSignal = WakeSignal()
     private let pushRetry = WakeSignal()
@@ -61,7 +64,8 @@ final class TransportRunner: Sendable {
     private let startOverRequest = Mutex<String?>(nil)
 
     init(space: String, info: TransportInfo, transport: any Transport, store: Store, keys: OwnerKeys,
-         options: SyncOptions, log: SyncLog, isPaused: @escaping @Sendable () -> Bool) {
+         options: SyncOptions, log: SyncLog, isPaused: @escaping @Sendable () -> Bool,
+         attachmentsArrived: @escaping @Sendable () -> Void = {}) {
         self.space = space
         self.info = info
         self.transport = transport
@@ -72,6 +76,7 @@ final class TransportRunner: Sendable {
         self.options = options
         self.log = log
         self.isPaused = isPaused
+        self.attachmentsArrived = attachmentsArrived
     }
 
     /// What the loops are doing and what went wrong, with a push that has waited longer than
@@ -114,6 +119,13 @@ final class TransportRunner: Sendable {
 
     /// Local data changed: push soon.
     func localChange() { pushSignal.signal() }
+
+    /// Attachments arrived through another transport of the space: check soon that this
+    /// transport has the blobs of what it was sent (a record passed on before its attachment's
+    /// bytes were here went up without them).
+    func checkBlobsSoon() {
+        if transport.blobsCanVanish { blobCheck.signal() }
+    }
 
     /// SyncNow or resume: push and pull now, ending any backoff and any pull wait, and look for
     /// missing attachments now.
@@ -1145,6 +1157,7 @@ final class TransportRunner: Sendable {
                 continue
             }
             let found = await lookForMissingAttachments()
+            if found.stored > 0 { attachmentsArrived() }
             delay = found.stored > 0 ? options.attachmentRetry
                 : found.missing == 0 && found.complete ? options.attachmentRetryMax
                 : min(delay * 2, options.attachmentRetryMax)

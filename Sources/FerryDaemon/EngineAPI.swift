@@ -319,9 +319,12 @@ struct EngineAPI: Sendable {
                     logger.warning("could not revoke the relay token (id \(id)) a pairing code for another owner gave: \(error)")
                 }
             }
+            // Another space here may be that owner's: then the transport belongs there.
+            let there = store.spaces().first { $0.name != space && $0.ownerID == grant.owner.description }?.name
+            let advice = there.map { "space \($0) on this device belongs to that owner: add the transport there (--space \($0))" }
+                ?? "restore that owner's recovery phrase here first ('ferryctl owner restore')"
             throw .init(parameter: "code", message: "the code is for owner \(grant.owner), but space \(space) belongs to owner \(keys.owner): "
-                + "restore that owner's recovery phrase here first ('ferryctl owner restore'), then make a new code with 'ferryctl relay pair' "
-                + "on a device already syncing through the relay (this one is used up)"
+                + advice + ", then make a new code with 'ferryctl relay pair' on a device already syncing through the relay (this one is used up)"
                 + (revoked ? "" : "; the token this code gave could not be revoked: revoke it with 'ferry-relay admin revoke' on the relay"))
         }
         return TransportConfiguration.relay(url: url, token: grant.token, tokenID: grant.tokenID)

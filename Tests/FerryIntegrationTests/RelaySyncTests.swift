@@ -112,6 +112,21 @@ import Testing
         let live = try relay.tokens(owner)
         #expect(live.count == 1, "only a's token stays live: \(live)")
         #expect(try await b.client().transports().isEmpty)
+        // A device with another space of that owner is told to add the transport there.
+        let c = try SyncDevice("c")
+        try c.start()
+        _ = try await c.client().createSpace(name: "team")
+        let (_, phrase) = try await a.client().ownerPhrase()
+        _ = try await c.client().restoreOwner(space: "team", phrase: phrase)
+        let (third, _) = try await a.client().relayPairingCode()
+        var misplaced = ""
+        do {
+            _ = try await c.client().addTransport(name: "relay", kind: "relay", location: relay.url, code: third)
+            misplaced = "the code of another owner was accepted"
+        } catch {
+            misplaced = "\(error)"
+        }
+        #expect(misplaced.contains("space team on this device belongs to that owner: add the transport there (--space team)"), "\(misplaced)")
         try await b.joinOwner(of: a)
         let (again, _) = try await a.client().relayPairingCode()
         _ = try await b.client().addTransport(name: "relay", kind: "relay", location: relay.url, code: again)

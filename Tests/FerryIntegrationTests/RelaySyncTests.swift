@@ -407,6 +407,21 @@ import Testing
         _ = relay   // running until here
     }
 
+    /// A relay whose MaxWaitSeconds (1 here) is shorter than the wait devices ask for (their
+    /// poll interval, 2 s here; 25 s by default) cuts their long-polls short instead of
+    /// refusing them: the devices stay out of backoff and hear of a push at once. Before,
+    /// every waiting pull got 400 bad_wait, and a change waited for the backoff.
+    @Test func aRelayWithAShortMaxWaitStillWakesDevicesAtOnce() async throws {
+        let (relay, devices, _) = try await Self.setUp(2, storage: "sqlite", relayConfig: "MaxWaitSeconds=1")
+        let (a, b) = (devices[0], devices[1])
+        try await Task.sleep(for: .seconds(5))   // a few cut-short long-polls
+        let transport = try #require(try await b.client().transports().first)
+        #expect(transport.problem == nil && transport.lastError == nil, "\(transport)")
+        _ = try await a.client().put(entity: "note", id: "quick", payload: ["v": 1])
+        #expect(try await eventually(.seconds(10)) { try await b.records()["quick"] != nil })
+        _ = relay   // running until here
+    }
+
     /// An attachment over the relay's MaxBlobBytes rejects its record for the relay, with
     /// what to do, and every other record of the batch arrives.
     @Test func anAttachmentTooLargeForTheRelayRejectsItsRecordAndTheRestArrive() async throws {

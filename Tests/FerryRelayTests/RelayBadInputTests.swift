@@ -204,7 +204,7 @@ import Testing
             ("limit=0", "bad_limit"), ("limit=1001", "bad_limit"), ("limit=-1", "bad_limit"), ("limit=1e3", "bad_limit"),
             ("limit=abc", "bad_limit"), ("limit=%2B1", "bad_limit"), ("limit=1.5", "bad_limit"), ("limit=", "bad_limit"),
             ("limit=00000000001", "bad_limit"),
-            ("wait=-1", "bad_wait"), ("wait=31", "bad_wait"), ("wait=1.5", "bad_wait"), ("wait=%2B1", "bad_wait"),
+            ("wait=-1", "bad_wait"), ("wait=3601", "bad_wait"), ("wait=1.5", "bad_wait"), ("wait=%2B1", "bad_wait"),
             ("wait=abc", "bad_wait"), ("wait=99999999", "bad_wait"),
             ("after=1&after=2", "bad_query"), ("%zz=1", "bad_query"), ("after=%zz", "bad_query"), ("=1", "bad_query"),
             ((0..<17).map { "p\($0)=1" }.joined(separator: "&"), "bad_query"), ("after=%C3%28", "bad_query"),

@@ -83,7 +83,7 @@ import Testing
         #expect(pulled(woke) == [fresh.encoded])
         #expect(latency < 0.5, "the waiting pull answered \(latency) s after the push")
 
-        let wait = try relay.call("GET", base + "/events?wait=31", token: token)
+        let wait = try relay.call("GET", base + "/events?wait=3601", token: token)
         #expect(wait.status == 400 && wait.json["error"] as? String == "bad_wait")
         let bad = try relay.call("GET", base + "/events?after=nope", token: token)
         #expect(bad.status == 400 && bad.json["error"] as? String == "bad_cursor")

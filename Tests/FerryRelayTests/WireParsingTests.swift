@@ -116,7 +116,11 @@ import Testing
         #expect(try PullParameters.parse(["after": "5", "limit": "1000", "wait": "30"], maxWait: 30)
             == PullParameters(after: Cursor(5), limit: 1000, waitSeconds: 30))
         #expect(try PullParameters.parse(["skipDevice": "00000000000000ff"], maxWait: 30).skipDevice == [0, 0, 0, 0, 0, 0, 0, 0xff])
-        for bad: [String: String] in [["limit": "0"], ["limit": "1001"], ["limit": "+5"], ["wait": "31"], ["wait": "-1"], ["after": "x"],
+        // A wait over the relay's MaxWaitSeconds is cut to it; over 3600 it is refused.
+        #expect(try PullParameters.parse(["wait": "31"], maxWait: 30).waitSeconds == 30)
+        #expect(try PullParameters.parse(["wait": "3600"], maxWait: 5).waitSeconds == 5)
+        #expect(try PullParameters.parse(["wait": "3"], maxWait: 5).waitSeconds == 3)
+        for bad: [String: String] in [["limit": "0"], ["limit": "1001"], ["limit": "+5"], ["wait": "3601"], ["wait": "-1"], ["after": "x"],
                                       ["skipDevice": "00000000000000FF"], ["skipDevice": "ff"], ["skipDevice": "000000000000000g"]] {
             #expect(throws: RelayError.self, "\(bad)") { try PullParameters.parse(bad, maxWait: 30) }
         }

@@ -7,6 +7,11 @@ public struct PullParameters: Sendable, Equatable {
     /// header's device id. The cursor still moves past them.
     public var skipDevice: [UInt8]?
 
+    /// The longest `wait` a client may ask for; the relay waits at most its `MaxWaitSeconds`.
+    public static let maxAskedWait = 3600
+
+    /// A `wait` over `maxWait` (the relay's `MaxWaitSeconds`) is cut to it: a client cannot
+    /// know the relay's setting, and a relay set lower must not refuse every long-poll.
     /// - Throws: `RelayError.badRequest` naming the parameter and what it allows.
     public static func parse(_ query: [String: String], maxWait: Int) throws(RelayError) -> PullParameters {
         var p = PullParameters(after: .start, limit: RelayConfiguration.defaultPullLimit, waitSeconds: 0)
@@ -23,10 +28,11 @@ public struct PullParameters: Sendable, Equatable {
             p.limit = n
         }
         if let wait = query["wait"] {
-            guard wait.utf8.count <= 5, wait.utf8.allSatisfy({ (48...57).contains($0) }), let n = Int(wait), (0...maxWait).contains(n) else {
-                throw .badRequest(code: "bad_wait", message: "wait= must be a whole number of seconds from 0 to \(maxWait)")
+            guard wait.utf8.count <= 5, wait.utf8.allSatisfy({ (48...57).contains($0) }), let n = Int(wait), (0...maxAskedWait).contains(n) else {
+                throw .badRequest(code: "bad_wait", message: "wait= must be a whole number of seconds from 0 to \(maxAskedWait) "
+                    + "(this relay waits at most \(maxWait))")
             }
-            p.waitSeconds = n
+            p.waitSeconds = min(n, maxWait)
         }
         if let device = query["skipDevice"] {
             let utf8 = Array(device.utf8)

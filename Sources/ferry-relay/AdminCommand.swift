@@ -18,7 +18,13 @@ enum AdminCommand {
             guard rest.isEmpty else { throw UsageError(message: "unexpected arguments: \(rest.joined(separator: " "))") }
             let owner = try ownerID(ownerText)
             guard DeviceName.isValidName(device) else { throw UsageError(message: "--device: 1 to 64 bytes, no control characters") }
+            let existed = try storage.usage(owner) != nil
             try storage.createOwner(owner, quotaBytes: quota, now: now)
+            if existed {
+                // Another token for an owner the relay has: its quota stays as it is.
+                FileHandle.standardError.write(Data(("ferry-relay: owner \(owner) exists already: this adds a token for it"
+                    + (quota != nil ? "; its quota is unchanged (change it with 'ferry-relay admin set-quota \(owner) BYTES')" : "") + "\n").utf8))
+            }
             let token = AccessToken()
             let id = TokenID.make()
             try storage.addToken(NewToken(id: id, hash: token.hash, owner: owner, role: .owner, device: device), now: now)
@@ -41,6 +47,7 @@ enum AdminCommand {
             let owner = try ownerID(rest[0])
             guard TokenID.isValid(rest[1]) else { throw UsageError(message: "a token id is 16 lowercase hex digits") }
             guard try storage.revokeToken(rest[1], owner: owner, now: now) else {
+                guard try storage.usage(owner) != nil else { throw NotFoundError(message: "no owner \(owner) on this relay") }
                 throw NotFoundError(message: "no live token \(rest[1]) on owner \(owner); 'ferry-relay admin tokens \(owner)' lists them")
             }
             print("revoked \(rest[1])")

@@ -433,6 +433,12 @@ import Testing
             let (code, text) = try relay.admin(command)
             #expect(code == 3 && !text.contains("usage:") && (text.contains("create-owner") || text.contains("admin tokens")), "\(command): \(code) \(text)")
         }
+        let (revokeCode, revokeText) = try relay.admin(["revoke", stranger, newID])
+        #expect(revokeCode == 3 && revokeText.contains("no owner \(stranger) on this relay"), "\(revokeText)")
+        // create-owner of an owner the relay has adds a token and says the quota stays.
+        let (again, againText) = try relay.admin(["create-owner", "--owner", hex(owner), "--quota", "5000", "--device", "extra"])
+        #expect(again == 0 && againText.contains("exists already") && againText.contains("quota is unchanged"), "\(againText)")
+        #expect(try relay.call("GET", base, token: token).json["quotaBytes"] as? Int != 5000)
 
         // Guessing is rate limited: 2 failures so far, 3 more, then 429 with Retry-After.
         for _ in 0..<3 {

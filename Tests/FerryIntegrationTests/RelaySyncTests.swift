@@ -99,14 +99,17 @@ import Testing
         let a = devices[0]
         let b = try SyncDevice("b")
         try b.start()
-        let (code, _) = try await a.client().relayPairingCode()
-        var refusal = ""
-        do {
-            _ = try await b.client().addTransport(name: "relay", kind: "relay", location: relay.url, code: code)
-            refusal = "the code of another owner was accepted"
-        } catch {
-            refusal = "\(error)"
+        // Why `device` could not pair with a new code of a's.
+        func pairingRefusal(of device: SyncDevice) async throws -> String {
+            let (code, _) = try await a.client().relayPairingCode()
+            do {
+                _ = try await device.client().addTransport(name: "relay", kind: "relay", location: relay.url, code: code)
+                return "the code of another owner was accepted"
+            } catch {
+                return "\(error)"
+            }
         }
+        let refusal = try await pairingRefusal(of: b)
         #expect(refusal.contains("ferryctl owner restore") && refusal.contains("make a new code") && refusal.contains("used up"), "\(refusal)")
         #expect(!refusal.contains("could not be revoked"), "\(refusal)")
         let live = try relay.tokens(owner)
@@ -118,14 +121,7 @@ import Testing
         _ = try await c.client().createSpace(name: "team")
         let (_, phrase) = try await a.client().ownerPhrase()
         _ = try await c.client().restoreOwner(space: "team", phrase: phrase)
-        let (third, _) = try await a.client().relayPairingCode()
-        var misplaced = ""
-        do {
-            _ = try await c.client().addTransport(name: "relay", kind: "relay", location: relay.url, code: third)
-            misplaced = "the code of another owner was accepted"
-        } catch {
-            misplaced = "\(error)"
-        }
+        let misplaced = try await pairingRefusal(of: c)
         #expect(misplaced.contains("space team on this device belongs to that owner: add the transport there (--space team)"), "\(misplaced)")
         try await b.joinOwner(of: a)
         let (again, _) = try await a.client().relayPairingCode()

@@ -328,15 +328,20 @@ import Testing
         }
     }
 
-    /// The same reset against URLSession (https relays): an upload of a blob of up to 64 MiB
-    /// fails with the reset instead of trapping in FoundationNetworking's file upload.
-    @Test func aURLSessionUploadResetMidBodyFails() async throws {
-        let server = try ScriptedHTTPServer { peer, _ in
+    /// A server that reads 20,000 bytes of a request and resets the connection.
+    static func resettingAfter20000Bytes() throws -> ScriptedHTTPServer {
+        try ScriptedHTTPServer { peer, _ in
             var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
             setsockopt(peer.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
             peer.read(20_000)
             peer.close()
         }
+    }
+
+    /// The same reset against URLSession (https relays): an upload of a blob of up to 64 MiB
+    /// fails with the reset instead of trapping in FoundationNetworking's file upload.
+    @Test func aURLSessionUploadResetMidBodyFails() async throws {
+        let server = try Self.resettingAfter20000Bytes()
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("session-reset-\(UUID().uuidString)")
         try Data(repeating: 7, count: 3 << 20).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
@@ -351,14 +356,9 @@ import Testing
 
     /// A blob over the in-memory limit is streamed from its file: a reset mid-body fails the
     /// upload (before, `uploadTask(fromFile:)` trapped and ended the process), and an upload
-    /// the server takes arrives whole, with its Content-Length.
+    /// the server takes arrives whole, chunked, without a Content-Length.
     @Test func aURLSessionUploadOverTheMemoryLimitIsStreamedAndAResetFails() async throws {
-        let reset = try ScriptedHTTPServer { peer, _ in
-            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-            setsockopt(peer.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
-            peer.read(20_000)
-            peer.close()
-        }
+        let reset = try Self.resettingAfter20000Bytes()
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("session-stream-\(UUID().uuidString)")
         let bytes = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         try Data(bytes).write(to: file)

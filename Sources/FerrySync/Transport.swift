@@ -78,6 +78,11 @@ public protocol Transport: AnyObject, Sendable {
     /// blobs of the space's attachments it holds are still there, and puts back the ones that
     /// are not. False for a host that loses blobs only with everything else.
     var blobsCanVanish: Bool { get }
+
+    /// How many of the engine's blob-check intervals (`SyncOptions.blobCheckInterval`) apart
+    /// the checks of this transport's blobs are: 1 for a host where a check is cheap (a folder:
+    /// a stat per file), more for one where it is a request per blob (a relay).
+    var blobCheckFactor: Int { get }
 }
 
 extension Transport {
@@ -91,6 +96,7 @@ extension Transport {
     }
     public var pushesInFlight: Int { 1 }
     public var blobsCanVanish: Bool { false }
+    public var blobCheckFactor: Int { 1 }
     public var batchLimit: SyncLimits.Batch { SyncLimits.standardBatch }
 }
 

@@ -46,15 +46,15 @@ public struct RelayConfiguration: Sendable, Equatable {
         var out: [String] = []
         if blobDeleteGraceSeconds < Self.safeBlobDeleteGraceSeconds {
             out.append("BlobDeleteGraceSeconds=\(blobDeleteGraceSeconds) is under \(Self.safeBlobDeleteGraceSeconds): a device takes a blob it "
-                + "found or stored to be there for 10 minutes, and checks the blobs it references every 10 minutes, so another "
-                + "device may remove a blob that a record pushed meanwhile references; use \(Self.safeBlobDeleteGraceSeconds) or more "
+                + "found or stored to be there for 10 minutes, so another device may remove a blob that a record pushed "
+                + "meanwhile references; use \(Self.safeBlobDeleteGraceSeconds) or more "
                 + "(3600 by default) outside tests")
         }
         return out
     }
 
     /// The least `BlobDeleteGraceSeconds` that outlasts a device's trust in a blob it found (10
-    /// minutes) and its blob check (every 10 minutes), with a margin.
+    /// minutes), with a margin.
     public static let safeBlobDeleteGraceSeconds = 900
     /// Peer addresses of reverse proxies whose `X-Forwarded-For` names the client (for the
     /// pairing rate limit and logs); empty: the peer address is the client.

@@ -581,15 +581,16 @@ final class TransportRunner: Sendable {
 
     // MARK: Blobs that vanish
 
-    /// For a transport whose blobs can vanish: every `blobCheckInterval`, and at SyncNow and
-    /// resume, puts back the blobs of the space's attachments that are here and that the
-    /// transport no longer has (a user or the sync tool deleted them), so other devices can
-    /// still fetch them. Only attachments of versions the transport was sent count: the push
+    /// For a transport whose blobs can vanish: every `blobCheckInterval` times the transport's
+    /// `blobCheckFactor`, at SyncNow and resume, and when attachments arrived through another
+    /// transport, puts back the blobs of the space's attachments that are here and that the
+    /// transport no longer has (deleted by a user or the sync tool, removed by another device,
+    /// or never sent up), so other devices can still fetch them. Only attachments of versions the transport was sent count: the push
     /// puts the blobs of the others before it sends them (counting them had a resume report
     /// blobs "gone" that were only not sent yet).
     private func blobCheckLoop() async {
         while !Task.isCancelled {
-            await blobCheck.wait(timeout: options.blobCheckInterval)
+            await blobCheck.wait(timeout: options.blobCheckInterval * max(1, transport.blobCheckFactor))
             if Task.isCancelled { break }
             if isPaused() { continue }
             await putBackVanishedBlobs()

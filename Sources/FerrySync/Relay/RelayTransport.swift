@@ -79,6 +79,11 @@ public final class RelayTransport: Transport {
     /// HEAD also counts as a use on the relay, which keeps a blob some device references from
     /// being removed (`BlobDeleteGraceSeconds`).
     public var blobsCanVanish: Bool { true }
+
+    /// A check asks the relay about every blob the device references (a HEAD each), so it runs
+    /// every sixth blob-check interval (hourly by default), besides at SyncNow and when
+    /// attachments arrive through another transport.
+    public var blobCheckFactor: Int { 6 }
     /// The relay takes 2,000 events per push in a body of at most its MaxBodyBytes (8 MiB by
     /// default); 4 MiB of envelopes are about 5.4 MiB in base64. Per push a relay commits (and
     /// syncs) once, so larger pushes move records faster. An older relay that takes fewer

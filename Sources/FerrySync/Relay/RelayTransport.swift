@@ -84,6 +84,7 @@ public final class RelayTransport: Transport {
     /// every sixth blob-check interval (hourly by default), besides at SyncNow and when
     /// attachments arrive through another transport.
     public var blobCheckFactor: Int { 6 }
+
     /// The relay takes 2,000 events per push in a body of at most its MaxBodyBytes (8 MiB by
     /// default); 4 MiB of envelopes are about 5.4 MiB in base64. Per push a relay commits (and
     /// syncs) once, so larger pushes move records faster. An older relay that takes fewer

@@ -63,8 +63,9 @@ public enum Daemon {
     }
 
     /// What start-up would refuse or leave out in `config` beyond what parsing checks: a
-    /// declared transport it could not use (a folder that does not exist), a socket path longer
-    /// than a Unix socket's. For `--check-config`; each names where to look.
+    /// declared transport it could not use (a location inside a ferry-v1 directory, a second
+    /// section at a place another one syncs through), a socket path longer than a Unix
+    /// socket's. For `--check-config`; each names where to look.
     static func startUpProblems(_ config: DaemonConfiguration, configPath: String) -> [String] {
         var problems: [String] = []
         var taken: [(t: DaemonConfiguration.DeclaredTransport, info: TransportInfo)] = []

@@ -10,6 +10,12 @@ enum AdminCommand {
         var rest = Array(arguments.dropFirst())
         let storage = try RelayBackend.openStorage(configuration)
         let now = RelayService.systemMillis()
+        /// Fails with "not found" (exit 3) for an owner the relay does not have.
+        func requireOwner(_ owner: OwnerID) throws {
+            guard try storage.usage(owner) != nil else {
+                throw NotFoundError(message: "no owner \(owner) on this relay; create it with 'ferry-relay admin create-owner --owner \(owner)'")
+            }
+        }
         switch command {
         case "create-owner":
             let ownerText = try option("--owner", &rest)
@@ -35,9 +41,7 @@ enum AdminCommand {
         case "tokens":
             guard rest.count == 1 else { throw UsageError(message: "tokens takes an owner id") }
             let owner = try ownerID(rest[0])
-            guard try storage.usage(owner) != nil else {
-                throw NotFoundError(message: "no owner \(owner) on this relay; create it with 'ferry-relay admin create-owner --owner \(owner)'")
-            }
+            try requireOwner(owner)
             for t in try storage.tokens(of: owner) {
                 let last = t.lastUsedAt.map { iso($0) } ?? "never"
                 print("\(t.id)\t\(t.role.rawValue)\tcreated \(iso(t.createdAt))\tlast used \(last)\t\(t.device)")
@@ -47,7 +51,7 @@ enum AdminCommand {
             let owner = try ownerID(rest[0])
             guard TokenID.isValid(rest[1]) else { throw UsageError(message: "a token id is 16 lowercase hex digits") }
             guard try storage.revokeToken(rest[1], owner: owner, now: now) else {
-                guard try storage.usage(owner) != nil else { throw NotFoundError(message: "no owner \(owner) on this relay") }
+                try requireOwner(owner)
                 throw NotFoundError(message: "no live token \(rest[1]) on owner \(owner); 'ferry-relay admin tokens \(owner)' lists them")
             }
             print("revoked \(rest[1])")
@@ -55,9 +59,7 @@ enum AdminCommand {
             guard rest.count == 2 else { throw UsageError(message: "set-quota takes an owner id and a number of bytes (or default)") }
             let owner = try ownerID(rest[0])
             let quota = rest[1] == "default" ? nil : try bytes(rest[1])
-            guard try storage.usage(owner) != nil else {
-                throw NotFoundError(message: "no owner \(owner) on this relay; create it with 'ferry-relay admin create-owner --owner \(owner)'")
-            }
+            try requireOwner(owner)
             try storage.setQuota(owner, quotaBytes: quota)
             print("quota of \(owner): \(quota.map(String.init) ?? "default (\(configuration.defaultQuotaBytes))")")
         default:

@@ -33,6 +33,13 @@ struct RelayHTTP: Sendable {
         var status: Int
         var body: Data
         var headers: [String: String]
+
+        /// The relay's error body (`{"error": code, "message": ...}`), when the body is one.
+        var errorBody: JSONValue? { try? JSONParser.parse([UInt8](body.prefix(64 << 10))) }
+        /// The `Retry-After` header in whole seconds.
+        var retryAfter: Duration? {
+            headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.map { .seconds($0) }
+        }
     }
 
     /// A session for relay requests: no cookies, no cache, a few connections per relay, and
@@ -245,7 +252,7 @@ struct RelayHTTP: Sendable {
     /// (make a new code). The relay's own message is quoted as what happened; the advice, said
     /// once, is added here, where the ferryctl commands are known (unless `advice` is false).
     static func failure(_ reply: Reply, what: String, base: URL, sentToken: Bool = true, advice: Bool = true) -> TransportFailure {
-        let parsed = try? JSONParser.parse([UInt8](reply.body.prefix(64 << 10)))
+        let parsed = reply.errorBody
         let code = parsed?["error"]?.stringValue ?? ""
         let message = parsed?["message"]?.stringValue
         let text = "\(what): the relay answered \(reply.status)\(code.isEmpty ? "" : " (\(code))")\(message.map { ": " + $0 } ?? "")"
@@ -271,8 +278,7 @@ struct RelayHTTP: Sendable {
             return .quotaExceeded(text + "; once the quota is raised (or the owner's data shrinks), 'ferryctl sync' sends what waits at once")
         case 413: return .tooLarge(text)
         case 429:
-            let seconds = reply.headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-            return .rateLimited(retryAfter: seconds.map { .seconds($0) }, text)
+            return .rateLimited(retryAfter: reply.retryAfter, text)
         case 400..<500: return .rejected(text)
         case 300..<400:
             // Not followed: the token would go wherever it points.

@@ -239,10 +239,7 @@ public final class RelayTransport: Transport {
             try await http.send(http.request("DELETE", ownerPath + "/blobs/" + key), what: "removing a blob", passing: [409])
         }
         guard reply.status == 409 else { return .deleted }
-        let code = (try? JSONParser.parse([UInt8](reply.body.prefix(64 << 10))))?["error"]?.stringValue
-        if code == "blob_in_use" {
-            return .inUse(retryAfter: reply.headers["retry-after"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }.map { .seconds($0) })
-        }
+        if reply.errorBody?["error"]?.stringValue == "blob_in_use" { return .inUse(retryAfter: reply.retryAfter) }
         throw RelayHTTP.failure(reply, what: "removing a blob", base: base)
     }
 

@@ -72,6 +72,8 @@ final class ChangeFeed: Sendable {
         var live: [UInt64: Live] = [:]
         var nextLiveID: UInt64 = 0
         var stopping = false
+        /// How many changes the feed has read from the store, for tests.
+        var changesRead = 0
     }
 
     private let state: Mutex<State>
@@ -219,11 +221,29 @@ final class ChangeFeed: Sendable {
         }
     }
 
-    /// Reads what the store committed since the feed's last read.
+    /// How many changes the feed has read from the store since it was made.
+    var changesRead: Int { state.withLock { $0.changesRead } }
+
+    /// Reads what the store committed since the feed's last read. A backlog longer than the
+    /// feed holds (writes while nobody watched: the feed reads only for watchers) is read
+    /// from its last `capacity` changes on: the feed could not keep the rest, so reading them
+    /// would only hold every watcher and writer for as long as a whole import takes to encode.
     private func catchUp(_ s: inout State) throws(FerryError) {
+        let last = hub.lastSeq
+        if last - s.through > Int64(Self.capacity) {
+            let from = last - Int64(Self.capacity)
+            s.items.removeAll(keepingCapacity: true)
+            s.head = 0
+            s.bytes = 0
+            s.droppedBytes = 0
+            s.latest.removeAll(keepingCapacity: true)
+            s.start = from
+            s.through = from
+        }
         while s.through < hub.lastSeq {
             let page = try store.changes(since: s.through, limit: 1000)
             if page.through == s.through { break }
+            s.changesRead += page.records.count
             for record in page.records {
                 let item = Self.item(record)
                 s.bytes += item.reply.size

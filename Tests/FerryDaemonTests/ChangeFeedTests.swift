@@ -35,6 +35,27 @@ import Testing
         #expect(try feed.page(after: store.lastSeq - 40, limit: 500, spaces: nil, entities: nil) == nil)
     }
 
+    /// Writes while nobody watched (an import of three feeds' worth) are not all read and
+    /// encoded when the first watcher comes: the feed reads only the changes it can keep,
+    /// and those are the store's, while an older cursor is sent to the store.
+    @Test func aBacklogLongerThanTheFeedIsReadFromItsTail() throws {
+        let (dir, store, hub, feed) = try Self.feed()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let start = store.lastSeq
+        for b in 0..<(3 * ChangeFeed.capacity / 1024) {
+            _ = try store.putMany((0..<1024).map { PutRequest(entity: "item", id: "i\(b)-\($0)", payload: #"{"b":\#(b)}"#) })
+        }
+        hub.committed(store.lastSeq)
+        let recent = try #require(try feed.page(after: store.lastSeq - 100, limit: 500, spaces: nil, entities: nil))
+        #expect(recent.items.map(\.seq) == (try store.changes(since: store.lastSeq - 100).records.map(\.seq)))
+        #expect(recent.through == store.lastSeq)
+        #expect(feed.changesRead <= ChangeFeed.capacity)
+        #expect(try feed.page(after: start, limit: 10, spaces: nil, entities: nil) == nil)
+        // The oldest change it holds is still served.
+        let oldest = try #require(try feed.page(after: store.lastSeq - Int64(ChangeFeed.capacity), limit: 10, spaces: nil, entities: nil))
+        #expect(oldest.items.map(\.seq) == (try store.changes(since: store.lastSeq - Int64(ChangeFeed.capacity), limit: 10).records.map(\.seq)))
+    }
+
     /// Records whose ids are equal as Swift strings but differ in bytes ("é" precomposed and
     /// decomposed) are two records in the store, which compares ids bytewise: the feed gives
     /// each of them, in one commit or in two, as the store's change log does.

@@ -36,6 +36,9 @@ DEB_TEST_PACKAGES += syncthing
 # postgres from /usr/lib/postgresql/N/bin (Tests/Support/FerryTestSupport/PostgresCluster.swift),
 # as nobody when run as root; Debian's packaged cluster is not used.
 DEB_TEST_PACKAGES += postgresql
+# openssl makes the self-signed certificate of the relay that serves HTTPS itself
+# (Tests/FerryIntegrationTests/RelayTLSTests.swift).
+DEB_TEST_PACKAGES += openssl
 
 .PHONY: all deps test-deps build run test bench clean
 

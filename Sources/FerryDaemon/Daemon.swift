@@ -12,6 +12,8 @@ import Foundation
 public enum Daemon {
     /// Runs ferryd with `arguments` (without the program name) and returns the exit code.
     public static func main(arguments: [String], environment: [String: String]) async -> Int32 {
+        // ferryd started by itself as its https helper (`SessionHelper`).
+        if arguments == [SessionHelper.flag] { return await SessionHelperService.run(fd: SessionHelper.helperFD) }
         let options: CommandLineOptions
         do {
             options = try CommandLineOptions.parse(arguments)
@@ -101,6 +103,12 @@ public enum Daemon {
                     environment: [String: String]) async -> Int32 {
         let logger = Logger(level: config.logLevel, identifier: "ferryd")
         let started = Int64(Date().timeIntervalSince1970 * 1000)
+        // URLSession requests (https:// relays) are made by a helper process, ferryd's own
+        // binary (/proc/self/exe: still there when a package upgrade replaced the file), so
+        // that an answer FoundationNetworking traps on ends the helper, not ferryd.
+        if access("/proc/self/exe", X_OK) == 0 {
+            SessionHelper.install(SessionHelper(executable: "/proc/self/exe", name: CommandLine.arguments.first ?? "ferryd", log: { logger.warning($0, ["component": "https-helper"]) }))
+        }
         raiseDescriptorLimit(to: config.maxConnections + 256)
 
         // One daemon per state directory.

@@ -11,15 +11,17 @@ import Testing
 /// applied twice), and the daemons are still up.
 @Suite(.serialized) struct RelayFaultTests {
     /// A relay with an owner, and devices `a` and `b` of it whose relay transport goes to
-    /// `location(relay)` (the relay itself, or a proxy in front of it).
-    static func setUp(relayTimeoutSeconds: Int = 60, through location: (RelayHarness) throws -> String = { $0.url })
+    /// `location(relay)` (the relay itself, or a proxy in front of it); both ferryd run with
+    /// `environment` added to this process's.
+    static func setUp(relayTimeoutSeconds: Int = 60, environment: [String: String] = [:],
+                      through location: (RelayHarness) throws -> String = { $0.url })
         async throws -> (relay: RelayHarness, a: SyncDevice, b: SyncDevice, owner: String, token: String) {
         let relay = try RelayHarness()
         try relay.start()
         let url = try location(relay)
         let a = try SyncDevice("a", relayTimeoutSeconds: relayTimeoutSeconds), b = try SyncDevice("b")
-        try a.start()
-        try b.start()
+        try a.start(environment: environment)
+        try b.start(environment: environment)
         let owner = try #require(try await a.client().spaces().first { $0.name == "private" }?.owner)
         let (token, _) = try relay.createOwner(owner)
         _ = try await a.client().addTransport(name: "relay", kind: "relay", location: url, token: token)
@@ -30,10 +32,10 @@ import Testing
     }
 
     /// `setUp` with both devices reaching the relay through a `FaultProxy` (the caller stops it).
-    static func setUpThroughProxy(relayTimeoutSeconds: Int = 60)
+    static func setUpThroughProxy(relayTimeoutSeconds: Int = 60, environment: [String: String] = [:])
         async throws -> (relay: RelayHarness, a: SyncDevice, b: SyncDevice, owner: String, token: String, proxy: FaultProxy) {
         var proxy: FaultProxy?
-        let (relay, a, b, owner, token) = try await setUp(relayTimeoutSeconds: relayTimeoutSeconds) { relay in
+        let (relay, a, b, owner, token) = try await setUp(relayTimeoutSeconds: relayTimeoutSeconds, environment: environment) { relay in
             let p = try FaultProxy(upstreamPort: relay.port)
             proxy = p
             return p.url
@@ -215,6 +217,40 @@ import Testing
             #expect(try await eventually(.seconds(10)) { filesBelow(device.harness.stateDirectory + "/tmp").isEmpty },
                     "\(filesBelow(device.harness.stateDirectory + "/tmp"))")
         }
+    }
+
+    /// Answers cut inside their head, on the way ferryd's https:// requests go: URLSession,
+    /// which http:// ones take too behind a proxy (here http_proxy is set, and no_proxy names the
+    /// relay's address so that libcurl connects directly). FoundationNetworking traps on such
+    /// an answer ("Transfer completed, but there's no response") and ends its process; that is
+    /// ferryd's https helper, so neither ferryd ends: the cut requests fail and are retried, the
+    /// helper starts again, ferryd says what happened, and once the link is good every record
+    /// gets through. (ferryd itself ended on the first cut before the helper.)
+    @Test func answersCutInsideTheirHeadEndTheHelperNotFerryd() async throws {
+        let environment = ["http_proxy": "http://127.0.0.1:9", "no_proxy": "127.0.0.1"]
+        let (relay, a, b, owner, token, faults) = try await Self.setUpThroughProxy(environment: environment)
+        defer { faults.stop() }
+        try await Self.write(20, on: a, prefix: "before")
+        #expect(try await eventually(.seconds(60)) { try await b.records().count == 20 }, "\(b.logTail)")
+
+        let cutsBefore = faults.cuts
+        faults.set(.dropResponse(afterBytes: 20))
+        try await Self.write(20, on: a, prefix: "cut")
+        try await a.client().syncNow()
+        try await b.client().syncNow()
+        #expect(try await eventually(.seconds(30)) { faults.cuts >= cutsBefore + 3 }, "\(a.logTail)\n\(b.logTail)")
+        try await Task.sleep(for: .seconds(1))
+        #expect(a.harness.isRunning && b.harness.isRunning, "\(a.logTail)\n\(b.logTail)")
+        let log = a.harness.log + b.harness.log
+        #expect(log.contains("the https helper (pid"), "\(a.logTail)")
+        #expect(!log.contains("Backtrace"), "the helper's crash report is not in ferryd's log")
+
+        faults.set(.pass)
+        try await a.client().syncNow()
+        try await b.client().syncNow()
+        #expect(try await eventually(.seconds(60)) { try await b.records().count == 40 }, "\(b.logTail)")
+        try await Self.expectExactlyOnce(relay, a, b, owner: owner, token: token, expected: 40)
+        #expect(a.harness.isRunning && b.harness.isRunning)
     }
 
     /// The relay restored from an older backup (the tester's report): the devices' cursors are

@@ -38,14 +38,17 @@ final class RelayHarness: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: root)
     }
 
-    /// Starts the relay and waits until `/healthz` answers.
+    /// Starts the relay and waits until `/healthz` answers (with [TLS] in its configuration:
+    /// until it logs that it listens).
     func start() throws {
         try child.start(executable: try BuiltExecutable.path("ferry-relay"), arguments: ["serve", "--config", configPath])
         let p = child.process!
+        let tls = ((try? String(contentsOfFile: configPath, encoding: .utf8)) ?? "").contains("[TLS]")
+        let runs = log.components(separatedBy: "listening on https://").count
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             if !p.isRunning { throw HarnessError("ferry-relay exited at start: \(self.log)") }
-            if Self.healthy(port: port) { return }
+            if tls ? log.components(separatedBy: "listening on https://").count > runs : Self.healthy(port: port) { return }
             usleep(20_000)
         }
         throw HarnessError("ferry-relay did not answer on port \(port) within 30 s: \(self.log)")

@@ -18,7 +18,9 @@ final class SyncDevice: @unchecked Sendable {
             name: "sync-" + name)
     }
 
-    func start(launcher: [String] = []) throws { try harness.start(launcher: launcher) }
+    func start(launcher: [String] = [], environment: [String: String] = [:]) throws {
+        try harness.start(environment: environment, launcher: launcher)
+    }
     func client() throws -> FerryClient { try FerryClient(socketPath: harness.socketPath) }
 
     /// Every record of `entity` (tombstones too) by id: (hlc, deleted, payload text).

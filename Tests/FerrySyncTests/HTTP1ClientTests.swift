@@ -156,7 +156,7 @@ import Testing
     /// libcurl honours and this client does not), stay on URLSession.
     @Test func httpsAndProxiedRelaysStayOnURLSession() {
         let session = RelayHTTP.makeSession()
-        defer { session.invalidateAndCancel() }
+        defer { session.invalidate() }
         func client(_ url: String, _ environment: [String: String] = [:]) -> HTTP1Client? {
             RelayHTTP(base: URL(string: url)!, token: nil, session: session, environment: environment).client
         }
@@ -345,7 +345,7 @@ import Testing
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("session-reset-\(UUID().uuidString)")
         try Data(repeating: 7, count: 3 << 20).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let session = RelayHTTP.makeSession(timeout: .seconds(10))
+        let session = RelaySession.makeURLSession(timeout: .seconds(10))
         defer { session.invalidateAndCancel() }
         for _ in 0..<5 {
             var request = URLRequest(url: URL(string: "http://127.0.0.1:\(server.port)/v1/owners/x/blobs/k")!)
@@ -363,7 +363,7 @@ import Testing
         let bytes = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         try Data(bytes).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let session = RelayHTTP.makeSession(timeout: .seconds(10))
+        let session = RelaySession.makeURLSession(timeout: .seconds(10))
         defer { session.invalidateAndCancel() }
         for _ in 0..<3 {
             var request = URLRequest(url: URL(string: "http://127.0.0.1:\(reset.port)/v1/owners/x/blobs/k")!)
@@ -407,7 +407,7 @@ import Testing
     /// What `RelayHTTP.send` of a GET (or a POST of `body` bytes) to `base` throws.
     static func failure(_ base: String, body: Int = 0, timeout: Duration = .seconds(10)) async -> TransportFailure? {
         let session = RelayHTTP.makeSession(timeout: timeout)
-        defer { session.invalidateAndCancel() }
+        defer { session.invalidate() }
         let http = RelayHTTP(base: URL(string: base)!, token: token, session: session)
         #expect(http.client != nil)
         var request = http.request(body > 0 ? "POST" : "GET", "v1/owners/x/events")
@@ -496,7 +496,7 @@ import Testing
         let failure = await Self.failure("http://127.0.0.1:\(server.port)", timeout: .seconds(1))
         #expect(failure?.message.contains("did not answer for 1 s") == true, "\(String(describing: failure))")
         let session = RelayHTTP.makeSession(timeout: .seconds(1))
-        defer { session.invalidateAndCancel() }
+        defer { session.invalidate() }
         let http = RelayHTTP(base: URL(string: "http://127.0.0.1:\(server.port)")!, token: Self.token, session: session)
         #expect(try await http.sendUnlessTimedOut(http.request("POST", "v1/owners/x/events"), what: "pushing") == nil)
     }

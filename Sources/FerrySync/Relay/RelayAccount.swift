@@ -21,7 +21,7 @@ public enum RelayAccount {
     /// - Returns: the code and when it expires (Unix milliseconds).
     public static func code(url: URL, owner: OwnerID, token: String) async throws(TransportFailure) -> (code: String, expiresAt: Int64) {
         let session = RelayHTTP.makeSession()
-        defer { session.finishTasksAndInvalidate() }
+        defer { session.finish() }
         let http = RelayHTTP(base: url, token: token, session: session)
         let reply = try await http.send(http.request("POST", "v1/owners/\(owner)/pairing-codes", json: .object([:])),
                                         what: "asking for a pairing code")
@@ -34,7 +34,7 @@ public enum RelayAccount {
     /// Redeems `code` for a token of this device.
     public static func redeem(url: URL, code: String, device: String) async throws(TransportFailure) -> Grant {
         let session = RelayHTTP.makeSession()
-        defer { session.finishTasksAndInvalidate() }
+        defer { session.finish() }
         let http = RelayHTTP(base: url, token: nil, session: session)
         let reply = try await http.send(http.request("POST", "v1/pair", json: .object(["code": .string(code), "device": .string(device)])),
                                         what: "redeeming the pairing code")
@@ -56,7 +56,7 @@ public enum RelayAccount {
     public static func revoke(url: URL, owner: OwnerID, token: String, id: String) async throws(TransportFailure) {
         guard isTokenID(id) else { throw .rejected("revoking a token: \(id.prefix(40)) is not a token id") }
         let session = RelayHTTP.makeSession()
-        defer { session.finishTasksAndInvalidate() }
+        defer { session.finish() }
         let http = RelayHTTP(base: url, token: token, session: session)
         _ = try await http.send(http.request("DELETE", "v1/owners/\(owner)/tokens/\(id)"), what: "revoking the token this device used before")
     }
@@ -67,7 +67,7 @@ public enum RelayAccount {
     ///   this owner), `.unavailable` when the relay cannot be reached, else what the reply means.
     public static func checkToken(url: URL, owner: OwnerID, token: String) async throws(TransportFailure) {
         let session = RelayHTTP.makeSession()
-        defer { session.finishTasksAndInvalidate() }
+        defer { session.finish() }
         let http = RelayHTTP(base: url, token: token, session: session)
         let reply = try await http.send(http.request("GET", "v1/owners/\(owner)/events", query: [("limit", "1")]), what: "checking the token",
                                         advice: false)
@@ -79,7 +79,7 @@ public enum RelayAccount {
     /// `blobBytes`, `quotaBytes`, `lastPushAt`).
     public static func usage(url: URL, owner: OwnerID, token: String) async throws(TransportFailure) -> [String: Int64] {
         let session = RelayHTTP.makeSession()
-        defer { session.finishTasksAndInvalidate() }
+        defer { session.finish() }
         let http = RelayHTTP(base: url, token: token, session: session)
         let reply = try await http.send(http.request("GET", "v1/owners/\(owner)"), what: "reading the owner's usage")
         guard reply.status == 200, let parsed = try? JSONParser.parse([UInt8](reply.body)), case .object(let o) = parsed else {
@@ -94,7 +94,7 @@ public enum RelayAccount {
     /// tokens stay, so syncing can start over.
     public static func deleteCopy(url: URL, owner: OwnerID, token: String) async throws(TransportFailure) {
         let session = RelayHTTP.makeSession()
-        defer { session.finishTasksAndInvalidate() }
+        defer { session.finish() }
         let http = RelayHTTP(base: url, token: token, session: session)
         let reply = try await http.send(http.request("DELETE", "v1/owners/\(owner)"), what: "deleting the relay's copy")
         if reply.status == 404 { throw .rejected("the relay does not know owner \(owner)") }

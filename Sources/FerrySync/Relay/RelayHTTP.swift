@@ -15,12 +15,13 @@ import FerryJSON
 ///
 /// Requests to an `http://` relay go through `HTTP1Client` (keep-alive connections of its own,
 /// blocking I/O off the cooperative pool), the others through `session` (URLSession, which has
-/// the TLS). Blob transfers from and to files (`putBlob`, `getBlob`) go the same ways, with a
-/// longer timeout (`RelayTransport.blobHTTP`).
+/// the TLS; in ferryd's https helper process, see `RelaySession`). Blob transfers from and to
+/// files (`putBlob`, `getBlob`) go the same ways, with a longer timeout
+/// (`RelayTransport.blobHTTP`).
 struct RelayHTTP: Sendable {
     let base: URL
     let token: String?
-    let session: URLSession
+    let session: RelaySession
     /// For an `http://` base, the client `send` and `sendUnlessTimedOut` use instead of
     /// `session`, with the session's timeout; nil for `https://`, and when the environment
     /// names a proxy (see `namesProxy`).
@@ -42,30 +43,19 @@ struct RelayHTTP: Sendable {
         }
     }
 
-    /// A session for relay requests: no cookies, no cache, a few connections per relay, and
-    /// requests given up after `timeout` without progress (bytes sent or received).
-    /// FoundationNetworking times requests by their session's `timeoutIntervalForRequest` alone
-    /// (a request's own `timeoutInterval` is not used), so a session is made per timeout.
-    static func makeSession(timeout: Duration = RelayTransport.defaultTimeout) -> URLSession {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = Double(timeout.components.seconds)
-        configuration.httpMaximumConnectionsPerHost = 4
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        // No cache at all: FoundationNetworking reads one on a queue of its own before a
-        // request starts, and a request cancelled in that window traps the process
-        // ("a task that in not in the registry").
-        configuration.urlCache = nil
-        return URLSession(configuration: configuration)
+    /// A session for relay requests, given up after `timeout` without progress (see
+    /// `RelaySession`).
+    static func makeSession(timeout: Duration = RelayTransport.defaultTimeout) -> RelaySession {
+        RelaySession(timeout: timeout)
     }
 
     /// - Parameter environment: the process's environment, for the proxy variables.
-    init(base: URL, token: String?, session: URLSession, environment: [String: String] = ProcessInfo.processInfo.environment) {
+    init(base: URL, token: String?, session: RelaySession, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.base = base
         self.token = token
         self.session = session
-        let timeout = Duration.milliseconds(Int64(session.configuration.timeoutIntervalForRequest * 1000))
         client = Self.namesProxy(environment) ? nil
-            : try? HTTP1Client(base: base, timeout: timeout, maxIdle: session.configuration.httpMaximumConnectionsPerHost,
+            : try? HTTP1Client(base: base, timeout: session.timeout, maxIdle: RelaySession.maxConnections,
                                maxBodyBytes: Self.maxReplyBytes)
     }
 
@@ -129,7 +119,7 @@ struct RelayHTTP: Sendable {
             let data: Data
             let response: URLResponse
             do {
-                (data, response) = try await SessionCall.data(session, request)
+                (data, response) = try await session.data(request)
             } catch {
                 if Task.isCancelled { throw .unavailable("\(what): cancelled") }
                 if (error as? URLError)?.code == .timedOut { return nil }
@@ -164,7 +154,7 @@ struct RelayHTTP: Sendable {
 
     /// What a request that timed out says.
     func timedOut(_ what: String) -> String {
-        "\(what): the relay at \(base.absoluteString) did not answer for \(Int(session.configuration.timeoutIntervalForRequest)) s; "
+        "\(what): the relay at \(base.absoluteString) did not answer for \(session.timeout.components.seconds) s; "
             + "the link may be slow or stalled, or ferry-relay stuck: check the network and the relay (RelayTimeoutSeconds in ferryd.conf sets the wait)"
     }
 

@@ -20,16 +20,17 @@ public final class RelayTransport: Transport {
     public let device: NodeID?
     private let ownEvents = Mutex(OwnEventReading())
     private let http: RelayHTTP
-    private let session: URLSession
+    private let session: RelaySession
     /// Blob transfers: a large blob's last bytes can sit in the kernel's send buffer for
     /// minutes on a slow link, with no progress to see, so they get a longer timeout.
-    private let blobSession: URLSession
+    private let blobSession: RelaySession
     /// The same, with the blob timeout. An `http://` relay's blobs go through its own HTTP/1.1
     /// client (`blobHTTP.client`), streamed from and to files: FoundationNetworking's file
     /// transfers trap (and end ferryd) when a connection breaks at the wrong moment, an upload
     /// mid-body ("'try!' ... libcurl.Easy Code=43") or a download inside the response head
     /// ("Transfer completed, but there's no response"). `https://` stays on URLSession, which has
-    /// the TLS.
+    /// the TLS, run in ferryd's https helper process so that such a trap ends the helper only
+    /// (`RelaySession`, `SessionHelper`).
     private let blobHTTP: RelayHTTP
     /// The longest long-poll asked for (the relay caps it to its own maximum), below the
     /// request timeout.
@@ -206,7 +207,7 @@ public final class RelayTransport: Transport {
         } else {
             let reply: (Data, URLResponse)
             do {
-                reply = try await SessionCall.upload(blobSession, request, fromFile: URL(fileURLWithPath: path))
+                reply = try await blobSession.upload(request, fromFile: URL(fileURLWithPath: path))
             } catch {
                 throw .unavailable(http.unreachable("uploading blob \(key.prefix(12))…", error))
             }
@@ -261,7 +262,7 @@ public final class RelayTransport: Transport {
             (status, body) = (response.status, Data(response.body))
         } else {
             let result: URLResponse
-            do { result = try await SessionCall.download(blobSession, request, to: downloaded) } catch {
+            do { result = try await blobSession.download(request, to: downloaded) } catch {
                 throw .unavailable(http.unreachable("downloading blob \(key.prefix(12))…", error))
             }
             guard let response = result as? HTTPURLResponse else { throw .unavailable("downloading a blob: not an HTTP reply") }
@@ -288,8 +289,8 @@ public final class RelayTransport: Transport {
     public func close() async {
         http.close()
         blobHTTP.close()
-        session.invalidateAndCancel()
-        blobSession.invalidateAndCancel()
+        session.invalidate()
+        blobSession.invalidate()
     }
 
     /// Keeps the last failure for `status()`, cleared by the next success. A request refused

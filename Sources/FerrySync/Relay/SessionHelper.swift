@@ -1,0 +1,207 @@
+import FerryJSON
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Glibc
+import Synchronization
+
+/// ferryd's URLSession requests (`https://` relays, and `http://` ones behind a proxy), made in a
+/// helper process (`ferryd --https-helper`, `SessionHelperService`) instead of in ferryd.
+///
+/// FoundationNetworking ends its process on some broken answers (a connection closed inside an
+/// answer's head traps: "Transfer completed, but there's no response"), and a relay, a proxy or
+/// a network that cuts a connection there must not stop ferryd and every app that writes to
+/// it. What it promises:
+/// - The helper starts with the first request and again with the first one after it ended.
+/// - When the helper ends, every request it had in flight fails (`URLError` `.unknown`, saying
+///   so: the transport's usual retry), and the end is logged through `log`.
+/// - A cancelled request is cancelled in the helper; its call returns once the helper answers,
+///   so a download's file is never written after its call returned.
+/// - The helper gets only its socket (at `helperFD`), default signal handling, and ends when
+///   ferryd's end of the socket closes, ferryd's own end included.
+public final class SessionHelper: Sendable {
+    /// The argument that starts ferryd as the helper.
+    public static let flag = "--https-helper"
+    /// The helper's socket descriptor.
+    public static let helperFD: Int32 = 3
+
+    /// The helper `RelaySession`s use; nil (tests, tools): requests are made in-process.
+    static let installed = Mutex<SessionHelper?>(nil)
+
+    /// Makes every `RelaySession` request through `helper` (nil: in this process).
+    public static func install(_ helper: SessionHelper?) {
+        installed.withLock { $0 = helper }
+    }
+
+    private let executable: String
+    /// The helper's `argv[0]` (what `ps` shows).
+    private let name: String
+    private let log: @Sendable (String) -> Void
+
+    private struct Running {
+        let channel: SessionHelperChannel
+        let pid: pid_t
+        let generation: Int
+    }
+
+    private struct Pending {
+        let generation: Int
+        let continuation: CheckedContinuation<SessionHelperFrame, any Error>
+    }
+
+    private struct State {
+        var running: Running?
+        var generation = 0
+        var nextID: Int64 = 1
+        var pending: [Int64: Pending] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// - Parameters:
+    ///   - executable: ferryd's own binary, started with `flag`.
+    ///   - name: its `argv[0]`.
+    ///   - log: told (in words) when the helper ended with requests in flight or could not start.
+    public init(executable: String, name: String, log: @escaping @Sendable (String) -> Void) {
+        self.executable = executable
+        self.name = name
+        self.log = log
+    }
+
+    /// Ends the helper (its requests in flight fail); the next request starts another.
+    public func stop() {
+        state.withLock { $0.running }?.channel.shutDown()
+    }
+
+    /// The pid of the running helper, if one runs.
+    var pid: pid_t? { state.withLock { $0.running?.pid } }
+
+    /// Sends the request `header` (with `body`) to the helper; its reply frame.
+    /// - Throws: `URLError` when the helper cannot start or ends before it answers.
+    func call(_ header: [String: JSONValue], body: [UInt8] = []) async throws -> SessionHelperFrame {
+        let id = state.withLock { s in defer { s.nextID += 1 }; return s.nextID }
+        var header = header
+        header["id"] = .int(id)
+        let frame = SessionHelperFrame(header: .object(header), body: body)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<SessionHelperFrame, any Error>) in
+                let channel: SessionHelperChannel
+                do {
+                    channel = try state.withLock { s throws(URLError) in
+                        let running: Running
+                        if let current = s.running { running = current } else { running = try start(&s) }
+                        s.pending[id] = Pending(generation: running.generation, continuation: continuation)
+                        return running.channel
+                    }
+                } catch {
+                    continuation.resume(throwing: error)
+                    return
+                }
+                // A large body blocks until the helper reads it: not on the cooperative pool.
+                // A failed write means the helper is gone; its reader fails the request.
+                DispatchQueue.global().async {
+                    if !channel.write(frame) { channel.shutDown() }
+                }
+            }
+        } onCancel: {
+            guard let channel = state.withLock({ s in s.pending[id] == nil ? nil : s.running?.channel }) else { return }
+            DispatchQueue.global().async { channel.write(SessionHelperFrame(header: ["id": .int(id), "op": "cancel"])) }
+        }
+    }
+
+    /// Starts a helper (under the state lock) and its reader thread.
+    private func start(_ s: inout State) throws(URLError) -> Running {
+        var ends: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+            throw failure("cannot make a socket for the https helper: \(String(cString: strerror(errno)))")
+        }
+        defer { Glibc.close(ends[1]) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        // dup2 clears close-on-exec on the copy: the helper keeps only this socket.
+        posix_spawn_file_actions_adddup2(&actions, ends[1], Self.helperFD)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // ferryd ignores SIGTERM, SIGINT and SIGHUP (it reads them from a dispatch source) and an
+        // ignored signal stays ignored across exec: the helper gets them back at their default.
+        var defaults = sigset_t()
+        sigfillset(&defaults)
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        var pid: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(name), strdup(Self.flag), nil]
+        defer { for a in argv { free(a) } }
+        // ferryd's environment (proxies, CA bundles), without Swift's crash backtrace: a trap
+        // leaves its one "Fatal error" line in ferryd's log, and ferryd says what it means.
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        // systemd's variables are ferryd's: the helper neither notifies nor takes sockets.
+        for name in ["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "WATCHDOG_USEC", "WATCHDOG_PID"] {
+            environment.removeValue(forKey: name)
+        }
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for e in envp { free(e) } }
+        let code = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard code == 0 else {
+            Glibc.close(ends[0])
+            let message = "cannot start the https helper \(executable): \(String(cString: strerror(code)))"
+            log(message)
+            throw failure(message)
+        }
+        s.generation += 1
+        let running = Running(channel: SessionHelperChannel(fd: ends[0]), pid: pid, generation: s.generation)
+        s.running = running
+        let reader = Thread { [self] in read(running) }
+        reader.name = "https-helper-reader"
+        reader.start()
+        return running
+    }
+
+    /// Hands each reply to its request until the helper's socket ends; then fails what is
+    /// left of that helper's requests and reaps it.
+    private func read(_ running: Running) {
+        while case let frame?? = try? running.channel.read() {
+            guard let id = frame.header["id"]?.intValue else { continue }
+            let pending = state.withLock { $0.pending.removeValue(forKey: id) }
+            pending?.continuation.resume(returning: frame)
+        }
+        let orphans = state.withLock { s -> [Pending] in
+            if s.running?.generation == running.generation { s.running = nil }
+            let mine = s.pending.filter { $0.value.generation == running.generation }
+            for id in mine.keys { s.pending.removeValue(forKey: id) }
+            return Array(mine.values)
+        }
+        running.channel.close()
+        // Its end is closed: it is ending, or it broke the format and is told to.
+        kill(running.pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(running.pid, &status, 0) < 0 && errno == EINTR {}
+        let how = Self.describe(status)
+        if !orphans.isEmpty {
+            let requests = orphans.count == 1 ? "1 request in flight, which failed" : "\(orphans.count) requests in flight, which failed"
+            log("the https helper (pid \(running.pid)) \(how) with \(requests) and will be tried again as usual")
+        }
+        for orphan in orphans {
+            orphan.continuation.resume(throwing: failure("the https helper process \(how) during the request (ferryd starts another for the next one)"))
+        }
+    }
+
+    /// How a helper ended, from its wait status.
+    static func describe(_ status: Int32) -> String {
+        let signal = status & 0x7f
+        if signal == 0 { return "exited with status \((status >> 8) & 0xff)" }
+        let name = [SIGILL: "SIGILL, a trap in FoundationNetworking", SIGTRAP: "SIGTRAP, a trap in FoundationNetworking",
+                    SIGKILL: "SIGKILL", SIGSEGV: "SIGSEGV", SIGABRT: "SIGABRT"][signal]
+        return "was ended by signal \(signal)" + (name.map { " (\($0))" } ?? "")
+    }
+
+    private func failure(_ message: String) -> URLError {
+        URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: message])
+    }
+}

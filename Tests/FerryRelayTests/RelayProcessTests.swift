@@ -422,7 +422,19 @@ import Testing
         let tokens = list.json["tokens"] as? [[String: Any]] ?? []
         #expect(tokens.map { $0["device"] as? String } == ["test", "phone"])
         #expect(tokens.allSatisfy { $0["role"] as? String == "owner" && $0["createdAt"] is Int })
+        // A pull waiting with the token when it is revoked is refused when a push wakes it,
+        // not given the pushed events.
+        let cursor = try #require(try relay.call("GET", base + "/events", token: newToken).json["cursor"] as? String)
+        let box = ResponseBox()
+        Thread {
+            box.set(Result { try HTTPTestClient.call(port: relay.port, "GET", base + "/events?after=\(cursor)&wait=20", token: newToken) })
+        }.start()
+        Thread.sleep(forTimeInterval: 0.5)
         #expect(try relay.call("DELETE", base + "/tokens/\(newID)", token: token).status == 204)
+        let pushed = TestEnvelopes.make(owner: owner, stream: TestEnvelopes.stream(), millis: 7000)
+        #expect(try relay.call("POST", base + "/events", token: token, body: pushBody([pushed])).status == 200)
+        let woken = try box.wait(seconds: 10)
+        #expect(woken.status == 401 && woken.json["events"] == nil, "\(woken.status) \(woken.json)")
         #expect(try relay.call("GET", base + "/events", token: newToken).status == 401)
         #expect(try relay.call("DELETE", base + "/tokens/\(newID)", token: token).status == 404)
         let (status, output) = try relay.admin(["tokens", hex(owner)])

@@ -177,7 +177,13 @@ public final class RelayService: Sendable {
             case .ownerInfo(let owner): return .respond(try ownerInfo(owner))
             case .deleteOwner(let owner): return .respond(try deleteOwner(owner))
             case .pushEvents(let owner): return .respond(try push(owner, body: body))
-            case .pullEvents(let owner): return try pull(owner, query: request.query, waiting: waiting)
+            case .pullEvents(let owner):
+                // A pull woken after a wait asks again whether its token still may read: one
+                // revoked while it waited gets 401, not the events that woke it.
+                if case .until = waiting, let right = request.endpoint.right {
+                    _ = try authorize(request.head.authorization, owner: owner, right: right)
+                }
+                return try pull(owner, query: request.query, waiting: waiting)
             case .putBlob(let owner, let key): return .respond(try putBlob(owner, key: key, body: body))
             case .getBlob(let owner, let key): return .respond(try getBlob(owner, key: key))
             case .headBlob(let owner, let key): return .respond(try getBlob(owner, key: key, touching: true))

@@ -99,9 +99,12 @@ public final class SessionHelper: Sendable {
                     return
                 }
                 // A large body blocks until the helper reads it: not on the cooperative pool.
-                // A failed write means the helper is gone; its reader fails the request.
+                // A failed write means the helper is gone; its reader fails the request. A task
+                // cancelled before the request was registered is cancelled in the helper too.
+                let cancelled = Task.isCancelled
                 DispatchQueue.global().async {
-                    if !channel.write(frame) { channel.shutDown() }
+                    if !channel.write(frame) { channel.shutDown(); return }
+                    if cancelled { channel.write(SessionHelperFrame(header: ["id": .int(id), "op": "cancel"])) }
                 }
             }
         } onCancel: {
@@ -166,7 +169,7 @@ public final class SessionHelper: Sendable {
     /// Hands each reply to its request until the helper's socket ends; then fails what is
     /// left of that helper's requests and reaps it.
     private func read(_ running: Running) {
-        while case let frame?? = try? running.channel.read() {
+        while let frame = try? running.channel.read() {
             guard let id = frame.header["id"]?.intValue else { continue }
             let pending = state.withLock { $0.pending.removeValue(forKey: id) }
             pending?.continuation.resume(returning: frame)

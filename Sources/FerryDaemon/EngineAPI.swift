@@ -203,7 +203,7 @@ struct EngineAPI: Sendable {
         let location = p["location"]?.stringValue ?? ""
         // Before anything else: a relay pairing code is spent when it is redeemed.
         guard Names.isValidName(name) else {
-            throw ErrorMapping.varlink(.invalidTransportName(String(name.prefix(80))), interface: EngineInterface.name)
+            throw ErrorMapping.varlink(.invalidTransportName(name.clipped(to: 80)), interface: EngineInterface.name)
         }
         // A pairing code or token given for another kind is a mistake, not something to drop.
         for key in ["code", "token"] where kind != "relay" && p[key] != nil && p[key]?.isNull == false {
@@ -537,7 +537,7 @@ struct EngineAPI: Sendable {
 
     private func checkSpace(_ space: String) throws(VarlinkError) {
         guard store.spaces().contains(where: { $0.name == space }) else {
-            throw ErrorMapping.varlink(.spaceNotFound(String(space.prefix(80))), interface: EngineInterface.name)
+            throw ErrorMapping.varlink(.spaceNotFound(space.clipped(to: 80)), interface: EngineInterface.name)
         }
     }
 

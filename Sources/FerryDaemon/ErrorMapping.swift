@@ -45,11 +45,11 @@ enum ErrorMapping {
         return VarlinkError(iface + "." + error.code, parameters: p)
     }
 
-    /// No such transport in the space. The name as sent, up to 80 characters (a call may send
-    /// any string).
+    /// No such transport in the space. The name as sent, cut at 80 characters and then ending in
+    /// `…` (a call may send any string).
     /// - Parameter elsewhere: the spaces that do have a transport of that name, for the hint.
     static func transportNotFound(space: String, name: String, elsewhere: [String] = []) -> VarlinkError {
-        let name = String(name.prefix(80))
+        let name = name.clipped(to: 80)
         let hint = elsewhere.isEmpty ? "see 'ferryctl transport ls'"
             : "space \(elsewhere[0]) has one: pass --space \(elsewhere[0])" + (elsewhere.count > 1 ? " (or another of \(elsewhere.joined(separator: ", ")))" : "")
         return VarlinkError(EngineInterface.name + ".TransportNotFound", parameters: [

@@ -289,7 +289,7 @@ struct StoreAPI: Sendable {
         }
         if let names = spaces {
             for name in names where !store.spaces().contains(where: { $0.name == name }) {
-                throw ErrorMapping.varlink(.spaceNotFound(String(name.prefix(80))))
+                throw ErrorMapping.varlink(.spaceNotFound(name.clipped(to: 80)))
             }
         }
         let entities = p["entities"]?.arrayValue.map { Set($0.compactMap(\.stringValue)) }
@@ -297,7 +297,7 @@ struct StoreAPI: Sendable {
             guard !entities.isEmpty else {
                 throw ErrorMapping.invalidArgument("entities", "entities is empty, which matches no change; leave it out to follow every entity kind")
             }
-            for entity in entities where !Names.isValidName(entity) { throw ErrorMapping.varlink(.invalidEntity(String(entity.prefix(80)))) }
+            for entity in entities where !Names.isValidName(entity) { throw ErrorMapping.varlink(.invalidEntity(entity.clipped(to: 80))) }
         }
         let wakeups = hub.subscribe()   // before reading, so no commit falls between
         var cursor = p["since"]?.intValue ?? hub.lastSeq

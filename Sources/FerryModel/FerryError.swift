@@ -124,6 +124,7 @@ public enum FerryError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     private func quoted(_ s: String) -> String {
-        "\"" + String(s.unicodeScalars.prefix(80).map { $0.value < 0x20 ? "?" : Character($0) }) + "\""
+        "\"" + String(s.unicodeScalars.prefix(80).map { $0.value < 0x20 ? "?" : Character($0) })
+            + (s.unicodeScalars.count > 80 ? "…" : "") + "\""
     }
 }

@@ -72,14 +72,14 @@ extension RecordVersion {
             throw .invalidPayload(entity: entity, id: id, reason: "at most \(limits.maxAttachments) attachments per record")
         }
         for a in attachments where !Names.isSHA256Hex(a) {
-            throw .invalidAttachmentReference(entity: entity, id: id, reference: String(a.prefix(80)))
+            throw .invalidAttachmentReference(entity: entity, id: id, reference: a.clipped(to: 80))
         }
     }
 
     /// Checks an entity name and an id.
     public static func validate(entity: String, id: String) throws(FerryError) {
-        guard Names.isValidName(entity) else { throw .invalidEntity(String(entity.prefix(80))) }
-        if let problem = Names.idProblem(id) { throw .invalidID(entity: entity, id: String(id.prefix(140)), reason: problem) }
+        guard Names.isValidName(entity) else { throw .invalidEntity(entity.clipped(to: 80)) }
+        if let problem = Names.idProblem(id) { throw .invalidID(entity: entity, id: id.clipped(to: 140), reason: problem) }
     }
 
     /// Checks that `payload` is the text of one JSON object within the limits.

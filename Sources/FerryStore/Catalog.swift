@@ -29,7 +29,7 @@ final class Catalog: @unchecked Sendable {
 
     /// The space's id, or `spaceNotFound`.
     func sid(_ name: String) throws(FerryError) -> Int64 {
-        guard let space = space(named: name) else { throw .spaceNotFound(String(name.prefix(80))) }
+        guard let space = space(named: name) else { throw .spaceNotFound(name.clipped(to: 80)) }
         return space.sid
     }
 

@@ -135,7 +135,7 @@ extension Store {
     /// An attachment's bytes.
     /// - Throws: `attachmentMissing`, `attachmentTooLarge` (over `maxBytes`).
     public func readAttachment(_ sha256: String, maxBytes: Int = 16 << 20) throws(FerryError) -> [UInt8] {
-        guard Names.isSHA256Hex(sha256) else { throw .attachmentMissing(sha256: String(sha256.prefix(80))) }
+        guard Names.isSHA256Hex(sha256) else { throw .attachmentMissing(sha256: sha256.clipped(to: 80)) }
         return try AttachmentFiles.read(sha256, root: configuration.attachmentsPath, maxBytes: maxBytes)
     }
 

@@ -39,7 +39,7 @@ extension Store {
     /// - Throws: `invalidTransportName`, `spaceNotFound`.
     public func addTransport(space: String = Store.privateSpace, name: String, kind: String, config: String = "{}",
                              startOver: Bool = true) throws(FerryError) {
-        guard Names.isValidName(name) else { throw .invalidTransportName(String(name.prefix(80))) }
+        guard Names.isValidName(name) else { throw .invalidTransportName(name.clipped(to: 80)) }
         let sid = try catalog.sid(space)
         let catalog = self.catalog
         let now = configuration.wallClock()

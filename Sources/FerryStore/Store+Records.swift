@@ -272,13 +272,13 @@ extension Store {
                      includeDeleted: Bool = false, order: ListOrder = .id,
                      where filters: [(field: String, value: FilterValue)] = [],
                      maxBytes: Int = Store.maxPageBytes) throws(FerryError) -> Page {
-        guard Names.isValidName(entity) else { throw .invalidEntity(String(entity.prefix(80))) }
+        guard Names.isValidName(entity) else { throw .invalidEntity(entity.clipped(to: 80)) }
         let sid = try catalog.sid(space)
         var stampCursor: (stamp: String, id: String)?
         if let after, order == .stamp {
             let parts = after.split(separator: "|", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
             guard parts.count == 2, let stamp = Stamp.parse(parts[0]), stamp.text == parts[0] else {
-                throw .invalidStamp(String(after.prefix(140)), reason: "a cursor of the stamp order is the next of a page listed by stamp "
+                throw .invalidStamp(after.clipped(to: 140), reason: "a cursor of the stamp order is the next of a page listed by stamp "
                     + "(a stamp and an id joined by |); list from the start without one")
             }
             stampCursor = (parts[0], parts[1])

@@ -10,7 +10,7 @@ extension Store {
     /// - Throws: `invalidSpaceName`, `spaceExists`.
     @discardableResult
     public func createSpace(name: String, kind: SpaceInfo.Kind = .shared, ownerID: String? = nil) throws(FerryError) -> SpaceInfo {
-        guard Names.isValidName(name) else { throw .invalidSpaceName(String(name.prefix(80))) }
+        guard Names.isValidName(name) else { throw .invalidSpaceName(name.clipped(to: 80)) }
         if catalog.space(named: name) != nil { throw .spaceExists(name) }
         let catalog = self.catalog
         let now = configuration.wallClock()

@@ -229,6 +229,14 @@ import FerryTestSupport
             let reply = Self.roundTrip(socket, method, parameters)
             #expect(reply.utf8.count < 4096 && reply.contains(#""error":"#), "\(method): \(reply.prefix(300))")
         }
+        // A name or id an error echoes cut short says so: it ends in "…".
+        let long = String(repeating: "s", count: 5000)
+        for (method, parameters, cut) in [("io.ferry.Store.Get", #"{"entity":"\#(long)","id":"x"}"#, String(repeating: "s", count: 80) + "…"),
+                                          ("io.ferry.Store.Get", #"{"space":"\#(long)","entity":"note","id":"x"}"#, String(repeating: "s", count: 80) + "…"),
+                                          ("io.ferry.Store.Put", #"{"entity":"note","id":"\#(long)","payload":{}}"#, String(repeating: "s", count: 140) + "…")] {
+            let reply = Self.roundTrip(socket, method, parameters)
+            #expect(reply.contains("\"\(cut)\""), "\(method): \(reply.prefix(400))")
+        }
         try await assertServing(daemon, "after huge names")
         daemon.stop()
     }

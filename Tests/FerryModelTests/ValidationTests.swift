@@ -91,4 +91,11 @@ import Testing
         #expect(RecordKey(entity: "ab", id: "c") != RecordKey(entity: "a", id: "bc"))
         #expect(!(RecordKey(entity: "a", id: "x") < RecordKey(entity: "a", id: "x")))
     }
+
+    @Test func clippedStringsSayTheyWereCut() {
+        #expect("abc".clipped(to: 3) == "abc")
+        #expect("abcd".clipped(to: 3) == "abc…")
+        #expect("".clipped(to: 0) == "")
+        #expect("é🙂x".clipped(to: 2) == "é🙂…")
+    }
 }

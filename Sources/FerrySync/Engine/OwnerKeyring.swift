@@ -23,7 +23,7 @@ public final class OwnerKeyring: Sendable {
         // cannot overwrite a restore that happened meanwhile.
         try cache.withLock { (cache: inout [String: OwnerKeys]) throws(FerryError) -> OwnerKeys in
             if let keys = cache[space] { return keys }
-            guard let info = store.spaces().first(where: { $0.name == space }) else { throw .spaceNotFound(String(space.prefix(80))) }
+            guard let info = store.spaces().first(where: { $0.name == space }) else { throw .spaceNotFound(space.clipped(to: 80)) }
             let keys: OwnerKeys
             if let hex = try store.setting(Self.settingName(space)), let bytes = Self.bytes(hex: hex),
                let stored = try? OwnerKeys(rootKey: bytes) {
@@ -44,7 +44,7 @@ public final class OwnerKeyring: Sendable {
     /// requeues the space's records and restarts its transports.
     public func restore(space: String, keys: OwnerKeys) throws(FerryError) {
         try cache.withLock { (cache: inout [String: OwnerKeys]) throws(FerryError) in
-            guard store.spaces().contains(where: { $0.name == space }) else { throw .spaceNotFound(String(space.prefix(80))) }
+            guard store.spaces().contains(where: { $0.name == space }) else { throw .spaceNotFound(space.clipped(to: 80)) }
             try store.setSetting(Self.settingName(space), Hex.encode(keys.rootKey))
             try store.setOwner(space: space, ownerID: keys.owner.description)
             cache[space] = keys

@@ -89,7 +89,8 @@ public enum StoreInterface {
     method Watch(since: ?int, spaces: ?[]string, entities: ?[]string) -> (cursor: int, record: ?Record)
 
     # Stores a file as an attachment: data (base64, up to 8 MiB) inline, or the path of a
-    # file this user can read (any size, streamed). sha256, when given, must match.
+    # file this user can read (streamed, up to MaxAttachmentBytes in ferryd.conf: 1 GiB by
+    # default). sha256, when given, must match.
     method PutAttachment(data: ?string, path: ?string, sha256: ?string) -> (sha256: string, size: int)
 
     # Reads an attachment: inline (base64) when it is at most maxInline bytes (0 to 8 MiB,

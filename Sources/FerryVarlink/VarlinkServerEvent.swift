@@ -41,8 +41,8 @@ public enum VarlinkServerEvent: Sendable, CustomStringConvertible {
             return "closed connection of \(peer.map(String.init(describing:)) ?? "unknown peer") holding \(held) bytes of "
                 + "replies it has not read for \(stalled): all connections together reached the cap of \(budget) bytes"
         case let .incompleteMessageTimedOut(peer, held, timeout):
-            return "closed connection of \(peer.map(String.init(describing:)) ?? "unknown peer"): it sent \(held) bytes of a "
-                + "message and nothing more for \(timeout)"
+            return "closed connection of \(peer.map(String.init(describing:)) ?? "unknown peer"): it had not finished a "
+                + "message \(timeout) after starting it (\(held) bytes of it so far; a message must arrive whole within that time)"
         }
     }
 }

@@ -52,6 +52,12 @@ enum WatchCommand: Command {
                     since = cursor
                     continue
                 }
+                // A cursor from another store (or from before a restore): the daemon's advice in
+                // this tool's words.
+                if error.remoteErrorName == "InvalidArgument", case .remote(_, let message, let parameters) = error,
+                   parameters["parameter"]?.stringValue == "since", let since, since > 0 {
+                    throw .local(message + " (with ferryctl: 'ferryctl watch --since 0', or 'ferryctl ls')")
+                }
                 // The daemon went away during the watch: it ends, saying where to pick it up.
                 switch error {
                 case .connectionClosed, .daemonNotRunning, .nobodyListening:

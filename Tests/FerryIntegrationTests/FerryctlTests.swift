@@ -187,6 +187,9 @@ import Testing
         #expect(stopped.stderr.contains("ferryd is not running (no socket at \(daemon.socketPath)): start it with"), "\(stopped)")
         let version = try ctl.run(["version"])
         #expect(version.status == 0 && version.stdout.hasPrefix("ferryctl "), "\(version)")
+        // --version is the version command too, as ferryd's is.
+        let flag = try ctl.run(["--version"])
+        #expect(flag.status == 0 && flag.stdout == version.stdout, "\(flag)")
     }
 
     @Test func anotherUserGetsExit5() throws {
@@ -419,6 +422,11 @@ import Testing
         #expect(resumed.waitForLines(2), "\(resumed.stdout)")
         resumed.interrupt()
         #expect(resumed.lines == ["3 private note W1 delete -", #"5 private note W3 put {"n":4}"#], "\(resumed.stdout)")
+        // A cursor beyond the store's newest change (another store's) is refused with what to
+        // run instead.
+        let beyond = try ctl.run(["watch", "--since", "99999999"])
+        #expect(beyond.status == 1 && beyond.stderr.contains("beyond this store's newest change (5)")
+                && beyond.stderr.contains("'ferryctl watch --since 0', or 'ferryctl ls'"), "\(beyond)")
 
         // The daemon going away ends the watch with exit 1 and how to resume.
         let orphan = try ctl.background(["watch"])

@@ -147,5 +147,8 @@ public enum StoreInterface {
     error ResumeFromCursor (cursor: int, message: string)
     # The daemon could not read or write its files.
     error StorageFailure (message: string)
+    # The daemon has MaxConnections connections open: it sends this on a new one before it
+    # closes it, so it answers that connection's first call, whatever the method.
+    error TooManyConnections (limit: int, message: string)
     """
 }

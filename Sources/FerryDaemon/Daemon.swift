@@ -200,6 +200,11 @@ public enum Daemon {
         serverConfig.outputBufferLimit = config.watchBufferBytes
         serverConfig.slowPeerGrace = .milliseconds(Int(config.slowWatcherGraceSeconds * 1000))
         serverConfig.maxConnections = config.maxConnections
+        serverConfig.connectionLimitReply = VarlinkReplyMessage(VarlinkError(StoreInterface.name + ".TooManyConnections", parameters: [
+            "limit": .int(Int64(config.maxConnections)),
+            "message": .string("ferryd has \(config.maxConnections) connections open, its limit: close some (an app that opens one per "
+                + "call and never closes them?), or raise MaxConnections in ferryd.conf and restart ferryd"),
+        ])).encoded()
         serverConfig.busyPoll = .microseconds(config.busyPollMicroseconds)
         let ownUID = getuid()
         let server = VarlinkServer(

@@ -115,7 +115,14 @@ final class ClientConnection: @unchecked Sendable, EventLoopHandler {
 
     private func deliver(_ frame: [UInt8]) {
         guard pendingHead < pending.count else {
-            close(.protocolViolation("a reply arrived with no call waiting for it"))
+            // An error sent before any call (a server over its connection limit says so, then
+            // closes) ends the connection with that error; any other reply breaks the protocol.
+            if let reply = try? VarlinkReplyMessage.decode(frame, limits: jsonLimits, capturing: []).message,
+               let error = reply.varlinkError, !reply.continues {
+                close(.remote(error))
+            } else {
+                close(.protocolViolation("a reply arrived with no call waiting for it"))
+            }
             return
         }
         let waiting = pending[pendingHead]

@@ -85,7 +85,13 @@ final class ServerCore: @unchecked Sendable, EventLoopHandler {
 
     private func adopt(_ fd: Int32) {
         guard !draining, connections.count < configuration.maxConnections else {
-            if !draining { log(.connectionLimitReached(limit: configuration.maxConnections)) }
+            if !draining {
+                log(.connectionLimitReached(limit: configuration.maxConnections))
+                // A new socket's send buffer takes a short reply whole.
+                if let reply = configuration.connectionLimitReply {
+                    _ = reply.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+                }
+            }
             Syscall.close(fd)
             return
         }

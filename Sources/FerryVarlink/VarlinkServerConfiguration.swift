@@ -19,6 +19,10 @@ public struct VarlinkServerConfiguration: Sendable {
     public var slowPeerDrainTime: Duration = .seconds(30)
     /// Connections beyond this are closed as soon as they are accepted.
     public var maxConnections: Int = 4096
+    /// Written (whole or not at all, without waiting) to a connection closed for
+    /// `maxConnections` before it is closed: an encoded error reply, which its client reads as
+    /// the answer to its first call and so learns why. Nil: it is closed with nothing.
+    public var connectionLimitReply: [UInt8]?
     /// Cap on what all connections together hold in memory: calls read but not yet handled
     /// (an unfinished message included) and replies queued but not yet read. Past it, a
     /// connection holding more than its fair share (`fairShareBytes`) is closed when it

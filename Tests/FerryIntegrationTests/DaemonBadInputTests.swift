@@ -335,6 +335,33 @@ import FerryTestSupport
         daemon.stop()
     }
 
+    /// A connection over MaxConnections is told why before it is closed: its first call is
+    /// answered TooManyConnections (ferryctl says so, instead of that ferryd may have stopped),
+    /// and once one closes a new connection is served.
+    @Test func aConnectionOverTheLimitIsToldWhy() async throws {
+        let daemon = try DaemonHarness(config: "[Store]\nDurability=normal\n[API]\nMaxConnections=5\n", name: "limit")
+        try daemon.start()
+        // Connections that each had a call answered, until one is refused: then ferryd holds
+        // MaxConnections, all of them ours (the harness's own check has surely gone by then).
+        var held: [RawSocket] = []
+        var refusal: String?
+        while refusal == nil && held.count <= 5 {
+            let connection = try RawSocket(path: daemon.socketPath)
+            _ = connection.send(#"{"method":"io.ferry.Store.Get","parameters":{"entity":"note","id":"x"}}"# + "\0")
+            let reply = connection.receive() ?? ""
+            if reply.contains(#""error":"io.ferry.Store.TooManyConnections""#) { refusal = reply } else { held.append(connection) }
+        }
+        #expect(held.count == 5 && refusal?.contains(#""limit":5"#) == true, "\(held.count) \(refusal ?? "-")")
+        let ctl = try CtlRunner(socket: daemon.socketPath)
+        let refused = try ctl.run(["status"])
+        #expect(refused.status == 1 && refused.stderr.contains("ferryd has 5 connections open, its limit")
+                && refused.stderr.contains("MaxConnections"), "\(refused)\n\(daemon.log)")
+        held.removeLast()
+        #expect(try await eventually(.seconds(10)) { try ctl.run(["status"]).status == 0 })
+        withExtendedLifetime(held) {}
+        daemon.stop()
+    }
+
     /// 1,000 connections at once, each making a call. The connections are held by a child
     /// process so that this test process never holds thousands of descriptors (Foundation's
     /// Process.run misbehaves then, and other suites start processes concurrently).

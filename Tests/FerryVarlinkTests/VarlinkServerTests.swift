@@ -358,7 +358,7 @@ import Testing
                 #expect(await steady.readReply()?.parameters == ["sum": 3])
             }
             #expect(await stalled.read() == .endOfFile)
-            #expect(await server.recorder.waitFor { $0.hasPrefix("log: closed connection") && $0.contains("bytes of a message and nothing more") } != nil)
+            #expect(await server.recorder.waitFor { $0.hasPrefix("log: closed connection") && $0.contains("had not finished a message") } != nil)
             let idle = try server.raw()   // a connection that sent nothing holds nothing: it stays
             try await Task.sleep(for: .milliseconds(900))
             await idle.sendCall(.test("Add", ["a": 2, "b": 2]))

@@ -5,10 +5,28 @@ import Foundation
 /// `ferry-relay admin ...`: owners, tokens and quotas, straight on the storage (the state
 /// directory's SQLite file, or the PostgreSQL database).
 enum AdminCommand {
-    static func run(_ arguments: [String], configuration: RelayConfiguration) throws {
+    /// Admin cannot do what it was asked (exit status 1, the message printed).
+    struct AdminFailure: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
+    }
+
+    /// - Parameter file: the configuration file read, if any.
+    static func run(_ arguments: [String], configuration: RelayConfiguration, file: String?) throws {
         guard let command = arguments.first else { throw UsageError(message: "admin needs a command") }
         var rest = Array(arguments.dropFirst())
+        // A SQLite database that is not there yet: with no configuration file, admin would make
+        // one at the default place, which is not the running relay's (its tokens refused there).
+        let newDatabase = configuration.storage == .sqlite && !FileManager.default.fileExists(atPath: configuration.databasePath)
+        if newDatabase && file == nil {
+            throw AdminFailure(message: "there is no relay database at \(configuration.databasePath) (the default StateDirectory=), and no "
+                + "configuration file (/etc/ferry-relay/ferry-relay.conf is not there): pass the --config FILE the relay serves with")
+        }
         let storage = try RelayBackend.openStorage(configuration)
+        if newDatabase {
+            FileHandle.standardError.write(Data(("ferry-relay: made a new relay database at \(configuration.databasePath) (StateDirectory= "
+                + "of \(file!)); a relay serving with this configuration uses it\n").utf8))
+        }
         let now = RelayService.systemMillis()
         /// Fails with "not found" (exit 3) for an owner the relay does not have.
         func requireOwner(_ owner: OwnerID) throws {

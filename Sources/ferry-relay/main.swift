@@ -29,8 +29,9 @@ func fail(_ message: String, status: Int32) -> Never {
     exit(status)
 }
 
-/// Splits `--config FILE` out of the arguments and loads the configuration.
-func loadConfiguration(_ arguments: inout [String]) -> RelayConfiguration {
+/// Splits `--config FILE` out of the arguments and loads the configuration; also the file
+/// read, if any (`--config FILE`, or the default one when it exists).
+func loadConfiguration(_ arguments: inout [String]) -> (RelayConfiguration, file: String?) {
     var configuration = RelayConfiguration()
     var path: String?
     if let i = arguments.firstIndex(of: "--config") {
@@ -43,7 +44,7 @@ func loadConfiguration(_ arguments: inout [String]) -> RelayConfiguration {
     if let path {
         do { try configuration.load(file: path) } catch { fail(error.description, status: 2) }
     }
-    return configuration
+    return (configuration, path)
 }
 
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -55,14 +56,14 @@ if arguments.count > 1, arguments.dropFirst().contains(where: { $0 == "--help" |
 switch arguments.first {
 case "serve":
     arguments.removeFirst()
-    let configuration = loadConfiguration(&arguments)
+    let (configuration, _) = loadConfiguration(&arguments)
     guard arguments.isEmpty else { fail("unexpected arguments: \(arguments.joined(separator: " "))\n" + usage, status: 2) }
     ServeCommand.run(configuration)
 case "admin":
     arguments.removeFirst()
-    let configuration = loadConfiguration(&arguments)
+    let (configuration, file) = loadConfiguration(&arguments)
     do {
-        try AdminCommand.run(arguments, configuration: configuration)
+        try AdminCommand.run(arguments, configuration: configuration, file: file)
     } catch let error as UsageError {
         fail(error.message + "\n" + usage, status: 2)
     } catch let error as NotFoundError {
@@ -72,7 +73,7 @@ case "admin":
     }
 case "check-config", "--check-config":
     arguments.removeFirst()
-    let configuration = loadConfiguration(&arguments)
+    let (configuration, _) = loadConfiguration(&arguments)
     guard arguments.isEmpty else { fail("unexpected arguments: \(arguments.joined(separator: " "))\n" + usage, status: 2) }
     do {
         for warning in configuration.warnings { FileHandle.standardError.write(Data(("ferry-relay: warning: " + warning + "\n").utf8)) }

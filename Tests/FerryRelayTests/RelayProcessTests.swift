@@ -490,7 +490,9 @@ import Testing
         #expect(status == 0 && output.contains("storage sqlite: \(state)/relay.db does not exist yet; serve creates it")
                     && output.contains("and the state directory \(state)"), "\(status) \(output)")
         #expect(!FileManager.default.fileExists(atPath: state))
-        #expect(try relay.admin(["create-owner", "--owner", String(repeating: "ab", count: 16)]).status == 0)
+        // admin makes the database a configuration names, and says so.
+        let made = try relay.admin(["create-owner", "--owner", String(repeating: "ab", count: 16)])
+        #expect(made.status == 0 && made.output.contains("made a new relay database at \(state)/relay.db"), "\(made.output)")
         let latest = try Self.userVersion(state + "/relay.db")
         (status, output) = try Self.runRelay(["check-config", "--config", relay.configPath])
         #expect(status == 0 && output.contains("relay.db, schema version \(latest) (current)"), "\(status) \(output)")
@@ -529,6 +531,45 @@ import Testing
     /// Runs the built ferry-relay with `arguments`; its exit status and stdout and stderr together.
     static func runRelay(_ arguments: [String]) throws -> (Int32, String) {
         try ChildProcess.runToEnd(try BuiltExecutable.path("ferry-relay"), arguments)
+    }
+
+    /// admin with no configuration file and no database at the default place makes none
+    /// there (its token would be refused by the relay that runs elsewhere): it says to pass
+    /// the relay's --config.
+    @Test(.enabled(if: !FileManager.default.fileExists(atPath: "/etc/ferry-relay/ferry-relay.conf")))
+    func adminWithoutAConfigurationMakesNoDatabase() throws {
+        let dir = TempDir("relay-default")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: try BuiltExecutable.path("ferry-relay"))
+        p.arguments = ["admin", "create-owner", "--owner", String(repeating: "cd", count: 16)]
+        var environment = ProcessInfo.processInfo.environment
+        environment["STATE_DIRECTORY"] = dir.path + "/state"   // the default StateDirectory=
+        p.environment = environment
+        let (status, output) = try ChildProcess.runToEnd(p)
+        #expect(status == 1 && output.contains("no relay database at \(dir.path)/state/relay.db")
+                && output.contains("pass the --config FILE the relay serves with") && !output.contains("token:"), "\(output)")
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/state"))
+    }
+
+    /// A second relay on the state directory of a running one refuses to start and says why
+    /// (it used to serve beside it, and with SQLite neither heard of the other's pushes).
+    @Test(arguments: TestBackend.allCases) func aSecondRelayOnOneStateDirectoryRefusesToStart(_ backend: TestBackend) throws {
+        let relay = try RelayHarness(backend: backend)
+        try relay.start()
+        let second = Process()
+        second.executableURL = URL(fileURLWithPath: try BuiltExecutable.path("ferry-relay"))
+        second.arguments = ["serve", "--config", relay.configPath]
+        let output = Pipe()
+        second.standardOutput = output
+        second.standardError = output
+        try second.run()
+        let deadline = Date().addingTimeInterval(15)
+        while second.isRunning && Date() < deadline { usleep(20_000) }
+        if second.isRunning { second.terminate(); second.waitUntilExit() }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(second.terminationStatus == 1 && text.contains("another ferry-relay serves from the state directory \(relay.root)/state"),
+                "\(second.terminationStatus) \(text)")
+        #expect(try relay.call("GET", "/healthz").status == 200)
     }
 
     @Test func aSlowClientDoesNotBlockOthersAndIdleOnesAreClosed() throws {

@@ -14,6 +14,7 @@ public struct RelayBackend: Sendable {
     /// - Throws: `RelayStorageError` for the database, or the file system's error for blob directories.
     public static func open(_ configuration: RelayConfiguration, hub: LongPollHub, logger: RelayLogger) throws -> RelayBackend {
         try createStateDirectory(configuration)
+        try lockStateDirectory(configuration.stateDirectory)
         switch configuration.storage {
         case .sqlite:
             let storage = try SQLiteRelayStorage(path: configuration.databasePath, cacheMiB: configuration.cacheMiB)
@@ -47,6 +48,21 @@ public struct RelayBackend: Sendable {
     public func close() -> Bool {
         wakes?.stop()
         return sqlite?.close() ?? true
+    }
+
+    /// Takes the state directory for this process until it exits (`relay.lock`, flock): two
+    /// serving relays in one directory would share its uploads in progress, and with SQLite
+    /// neither would hear of the other's pushes.
+    /// - Throws: `StateDirectoryError` ("lock") when another process holds it.
+    private static func lockStateDirectory(_ path: String) throws {
+        let fd = Glibc.open(path + "/relay.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw StateDirectoryError(path: path, errno: errno, operation: "lock") }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            throw StateDirectoryError(path: path, errno: code, operation: "lock")
+        }
+        // Held, open, for the life of the process.
     }
 
     /// Makes the state directory (0700) when it is missing.

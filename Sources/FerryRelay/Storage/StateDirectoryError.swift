@@ -4,11 +4,15 @@ import Glibc
 public struct StateDirectoryError: Error, CustomStringConvertible {
     public let path: String
     public let errno: Int32
-    /// What was being done: "reach", "create".
+    /// What was being done: "reach", "create", "lock" (another serve holds it: `EWOULDBLOCK`).
     public let operation: String
 
     public var description: String {
         let why = String(cString: strerror(errno))
+        if operation == "lock" && (errno == EWOULDBLOCK || errno == EAGAIN) {
+            return "another ferry-relay serves from the state directory \(path): stop it first, or give this one a StateDirectory= "
+                + "of its own (relays that share a PostgreSQL database each have their own)"
+        }
         switch errno {
         case EACCES, EPERM:
             return "cannot \(operation) the state directory \(path) (\(why)): run as the user that owns it "

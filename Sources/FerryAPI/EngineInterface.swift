@@ -130,8 +130,9 @@ public enum EngineInterface {
     # relay's URL (http or https), with either a pairing code from another device of the
     # owner (RelayPairingCode) or a token the relay's operator created. Adding an existing
     # name again replaces its configuration; one declared in ferryd.conf is changed there
-    # (TransportDeclared), since a reload would change it back.
-    method AddTransport(space: ?string, name: string, kind: string, location: string, code: ?string, token: ?string) -> (transport: TransportStatus)
+    # (TransportDeclared), since a reload would change it back. warning: what could not be
+    # checked now (a token, when the relay cannot be reached); the transport is added anyway.
+    method AddTransport(space: ?string, name: string, kind: string, location: string, code: ?string, token: ?string) -> (transport: TransportStatus, warning: ?string)
 
     # A short-lived, one-time code another device redeems with AddTransport(kind: "relay",
     # code) to get a relay token of its own for this space's owner. name picks the relay

@@ -19,16 +19,20 @@ extension FerryClient {
     /// is queued for it. For kind `"folder"`, `location` is the absolute path of an existing
     /// directory kept in sync by a file-sync tool; for `"relay"`, the relay's URL with a pairing
     /// `code` from another device of the owner, or a `token` from the relay's operator.
+    /// - Returns: the transport's status, and a warning when a relay token could not be checked.
     /// - Throws: `FerryClientError.remote` with `InvalidArgument` (an unknown kind, a missing
     ///   directory), `SpaceNotFound`; or a connection error.
+    @discardableResult
     public func addTransport(space: String? = nil, name: String, kind: String, location: String,
-                             code: String? = nil, token: String? = nil) async throws(FerryClientError) -> TransportStatus {
+                             code: String? = nil, token: String? = nil) async throws(FerryClientError) -> AddedTransport {
         var parameters: [String: JSONValue] = ["name": .string(name), "kind": .string(kind), "location": .string(location)]
         parameters.setIfPresent("space", space.json)
         parameters.setIfPresent("code", code.json)
         parameters.setIfPresent("token", token.json)
         let reply = try await call("io.ferry.Engine.AddTransport", parameters)
-        return try decode { () throws(WireError) in try TransportStatus(json: reply.object("transport")) }
+        return try decode { () throws(WireError) in
+            AddedTransport(transport: try TransportStatus(json: reply.object("transport")), warning: reply["warning"]?.stringValue)
+        }
     }
 
     /// A one-time code for pairing another device with this space's relay

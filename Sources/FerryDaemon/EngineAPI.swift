@@ -211,10 +211,11 @@ struct EngineAPI: Sendable {
                                                interface: EngineInterface.name)
         }
         let config: String
+        var warning: String?
         do {
             if kind == "relay" {
-                config = try await relayConfiguration(space: space, location: location, code: p["code"]?.stringValue,
-                                                      token: p["token"]?.stringValue)
+                (config, warning) = try await relayConfiguration(space: space, location: location, code: p["code"]?.stringValue,
+                                                                 token: p["token"]?.stringValue)
             } else {
                 config = try TransportConfiguration.make(kind: kind, location: location)
             }
@@ -242,7 +243,9 @@ struct EngineAPI: Sendable {
         guard let added = list.first(where: { $0["name"]?.stringValue == name }) else {
             throw ErrorMapping.transportNotFound(space: space, name: name)
         }
-        return ["transport": added]
+        var reply: [String: JSONValue] = ["transport": added]
+        if let warning { reply["warning"] = .string(warning) }
+        return reply
     }
 
     func removeTransport(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
@@ -270,9 +273,10 @@ struct EngineAPI: Sendable {
     }
 
     /// A relay transport's configuration: its URL and a token, given or got by redeeming a
-    /// pairing code (whose owner must be the space's owner).
+    /// pairing code (whose owner must be the space's owner); and a warning when a given token
+    /// could not be checked (the relay could not be reached).
     private func relayConfiguration(space: String, location: String, code: String?,
-                                    token: String?) async throws(TransportConfiguration.Problem) -> String {
+                                    token: String?) async throws(TransportConfiguration.Problem) -> (String, String?) {
         let url = try TransportConfiguration.relayURL(location)
         if token != nil && code != nil {
             throw .init(parameter: "code", message: "give either a pairing code or a token, not both")
@@ -287,16 +291,20 @@ struct EngineAPI: Sendable {
             do { try await RelayAccount.checkToken(url: url, owner: keys.owner, token: token) } catch {
                 switch error {
                 case .unauthorized:
+                    // The relay's own words may say what to do already (a malformed token).
+                    let advised = error.message.contains("ferryctl relay pair")
                     throw .init(parameter: "token", message: "the relay refused the token for owner \(keys.owner) of space \(space): "
-                        + "\(error.message). Use the token 'ferry-relay admin create-owner' printed for this owner, or pair with "
-                        + "--code CODE from 'ferryctl relay pair' on a device already syncing through the relay")
+                        + error.message + (advised ? "" : ". Use the token 'ferry-relay admin create-owner' printed for this owner, "
+                            + "or pair with --code CODE from 'ferryctl relay pair' on a device already syncing through the relay"))
                 case .rejected:
                     throw .init(parameter: "location", message: error.message)
                 default:
-                    break
+                    return (TransportConfiguration.relay(url: url, token: token),
+                            "the token could not be checked (\(error.message)); the transport is added and keeps trying: "
+                                + "'ferryctl transport ls' says so if the relay refuses the token")
                 }
             }
-            return TransportConfiguration.relay(url: url, token: token)
+            return (TransportConfiguration.relay(url: url, token: token), nil)
         }
         guard let code, !code.isEmpty, code.utf8.count < 128 else {
             throw .init(parameter: "code", message: "a relay transport needs a pairing code (code: from RelayPairingCode, "
@@ -327,16 +335,22 @@ struct EngineAPI: Sendable {
                 + advice + ", then make a new code with 'ferryctl relay pair' on a device already syncing through the relay (this one is used up)"
                 + (revoked ? "" : "; the token this code gave could not be revoked: revoke it with 'ferry-relay admin revoke' on the relay"))
         }
-        return TransportConfiguration.relay(url: url, token: grant.token, tokenID: grant.tokenID)
+        return (TransportConfiguration.relay(url: url, token: grant.token, tokenID: grant.tokenID), nil)
     }
 
-    /// After a relay transport got a new token at the same relay (paired again), revokes the
-    /// token it had: a superseded token is never used again and would otherwise stay valid.
+    /// After a relay transport got a new token (paired again, or pointed at another URL),
+    /// revokes the token it had got by pairing: a superseded token is never used again and
+    /// would otherwise stay valid. At the same relay the new token revokes it; at another URL
+    /// (which may be the same relay behind another name or a proxy) the old token revokes
+    /// itself at the old URL, and when that cannot be reached the log says what to do.
     private func revokeReplacedToken(_ old: TransportInfo, space: String, newConfig: String) async {
         guard let value = try? JSONParser.parse(newConfig), case .object(let new) = value,
-              let newToken = new["token"]?.stringValue, new["url"]?.stringValue == TransportConfiguration.location(of: old),
-              newToken != TransportConfiguration.token(of: old) else { return }
-        await revokeToken(of: old, space: space, using: newToken, why: "it was paired again")
+              let newToken = new["token"]?.stringValue, newToken != TransportConfiguration.token(of: old) else { return }
+        if TransportConfiguration.samePlace(old, kind: "relay", config: newConfig) {
+            await revokeToken(of: old, space: space, using: newToken, why: "it was paired again")
+        } else {
+            await revokeToken(of: old, space: space, using: TransportConfiguration.token(of: old), why: "the transport moved to another URL")
+        }
     }
 
     /// Revokes the token of relay transport `transport`, when pairing gave its id (a token from

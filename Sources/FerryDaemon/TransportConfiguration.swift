@@ -56,13 +56,30 @@ enum TransportConfiguration {
         }
     }
 
-    /// A relay URL: http or https, a host, nothing after the path.
+    /// A relay URL: http or https, a host, nothing after the path; in one spelling per relay
+    /// (`canonicalRelayURL`).
     static func relayURL(_ location: String) throws(Problem) -> URL {
         guard location.utf8.count < 2048, let url = URL(string: location), let scheme = url.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", url.host != nil, url.query == nil, url.fragment == nil else {
+              scheme == "http" || scheme == "https", url.host != nil, url.query == nil, url.fragment == nil,
+              let canonical = canonicalRelayURL(url) else {
             throw Problem(parameter: "location", message: "a relay transport needs the relay's URL, such as https://relay.example.org")
         }
-        return url
+        return canonical
+    }
+
+    /// `url` as Ferry keeps a relay's URL: scheme and host in lower case, no default port (80
+    /// for http, 443 for https), no trailing slash, so that "http://Relay:80/" and
+    /// "http://relay" are one relay (a second spelling started the transport over, sending
+    /// everything again). A path (a relay behind a reverse proxy's prefix) stays as given.
+    static func canonicalRelayURL(_ url: URL) -> URL? {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return nil }
+        components.scheme = components.scheme?.lowercased()
+        components.host = components.host?.lowercased()
+        if (components.scheme == "http" && components.port == 80) || (components.scheme == "https" && components.port == 443) {
+            components.port = nil
+        }
+        while components.path.hasSuffix("/") { components.path.removeLast() }
+        return components.url
     }
 
     /// The configuration text of a relay transport with its token.
@@ -99,6 +116,11 @@ enum TransportConfiguration {
     static func samePlace(_ existing: TransportInfo, kind: String, config: String) -> Bool {
         guard existing.kind == kind, let old = location(of: existing), let new = location(ofConfig: config) else { return false }
         if old == new { return true }
+        if kind == "relay" {
+            // A relay kept before URLs were made canonical may be spelled another way.
+            guard let a = URL(string: old).flatMap(canonicalRelayURL), let b = URL(string: new).flatMap(canonicalRelayURL) else { return false }
+            return a == b
+        }
         guard kind == "folder" else { return false }
         return URL(fileURLWithPath: old).resolvingSymlinksInPath().path == URL(fileURLWithPath: new).resolvingSymlinksInPath().path
     }

@@ -63,14 +63,18 @@ enum TransportCommand: Command {
                 throw .usage("a relay transport needs --code CODE (from 'ferryctl relay pair' on a device already syncing through the relay) or --token TOKEN (from the relay's operator)")
             }
             let client = try context.connect()
-            let added = try await daemon { () async throws(FerryClientError) in
+            let result = try await daemon { () async throws(FerryClientError) in
                 try await client.addTransport(space: context.space, name: p[1], kind: p[2], location: location, code: code, token: token)
             }
+            let added = result.transport
             if context.json {
-                Output.json(.object(["transport": added.json]))
+                var document: [String: JSONValue] = ["transport": added.json]
+                if let warning = result.warning { document["warning"] = .string(warning) }
+                Output.json(.object(document))
             } else {
                 Output.line("added \(added.kind) transport \(added.name) to space \(added.space) (\(added.location ?? location)); \(added.pending) record(s) queued for it")
             }
+            if let warning = result.warning { Output.note("warning: \(warning)") }
             // A folder this ferryd can only read still syncs one way (it reads the others' files);
             // say so now rather than at the first push.
             if added.transportState == "read-only", let message = added.transportMessage {

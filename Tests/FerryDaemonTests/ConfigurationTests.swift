@@ -207,6 +207,21 @@ import Testing
         #expect(!TransportConfiguration.samePlace(folder, kind: "folder", config: #"{"path":"/srv/g"}"#))
     }
 
+    /// A relay's URL is kept in one spelling, so that another spelling of it (a trailing slash,
+    /// upper case, the default port) is the same relay and does not start the transport over;
+    /// one kept in another spelling before is the same place too. A path prefix stays.
+    @Test func aRelayURLHasOneSpelling() throws {
+        #expect(try TransportConfiguration.relayURL("HTTP://Relay.Example:80/").absoluteString == "http://relay.example")
+        #expect(try TransportConfiguration.relayURL("https://relay.example:443/ferry/").absoluteString == "https://relay.example/ferry")
+        #expect(try TransportConfiguration.relayURL("http://127.0.0.1:8470/").absoluteString == "http://127.0.0.1:8470")
+        #expect(try TransportConfiguration.relayURL("https://relay.example:8443").absoluteString == "https://relay.example:8443")
+        let kept = TransportInfo(space: "private", name: "r", kind: "relay", config: #"{"url":"http://127.0.0.1:8470/","token":"t"}"#)
+        let again = TransportConfiguration.relay(url: try TransportConfiguration.relayURL("http://127.0.0.1:8470"), token: "t")
+        #expect(TransportConfiguration.samePlace(kept, kind: "relay", config: again))
+        let elsewhere = TransportConfiguration.relay(url: try TransportConfiguration.relayURL("http://127.0.0.1:8471"), token: "t")
+        #expect(!TransportConfiguration.samePlace(kept, kind: "relay", config: elsewhere))
+    }
+
     /// A folder inside the ferry-v1 directory Ferry keeps in a synced folder is refused with
     /// the synced folder to give instead; the synced folder itself is taken.
     @Test func aFolderInsideFerrysOwnDirectoryIsRefusedWithTheOneToGive() throws {

@@ -175,6 +175,12 @@ import Testing
         let noCredential = try ctl.run(["transport", "add", "relay", "relay", "http://127.0.0.1:9"])
         #expect(noCredential.status == 2 && noCredential.stderr.contains("--code CODE") && noCredential.stderr.contains("--token TOKEN"),
                 "\(noCredential)")
+        // A token for a relay that cannot be reached is taken, with a warning that says it was
+        // not checked and why; the URL is kept in one spelling (no trailing slash).
+        let unchecked = try ctl.run(["transport", "add", "relay", "relay", "http://127.0.0.1:9/", "--token", "fr1_" + String(repeating: "A", count: 43)])
+        #expect(unchecked.status == 0 && unchecked.stdout.contains("(http://127.0.0.1:9)")
+                && unchecked.stderr.contains("warning: the token could not be checked") && unchecked.stderr.contains("refused"), "\(unchecked)")
+        #expect(try ctl.run(["transport", "rm", "relay"]).status == 0)
         // A bad name is refused as a bad name, before anything else is looked at.
         let badName = try ctl.run(["transport", "add", "Bad", "folder", "/tmp"])
         #expect(badName.status == 1 && badName.stderr.contains("invalid transport name"), "\(badName)")

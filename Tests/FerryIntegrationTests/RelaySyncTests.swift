@@ -84,6 +84,14 @@ import Testing
         #expect(try relay.tokens(owner).count == 2, "a's token and b's new one")
         _ = try await b.client().put(entity: "note", id: "after-pairing", payload: ["v": 1])
         #expect(try await eventually(.seconds(30)) { try await a.records()["after-pairing"] != nil })
+        // Paired again at another URL of the same relay (through a proxy): the token it had is
+        // revoked at its old URL all the same (it used to stay valid).
+        let proxy = try FaultProxy(upstreamPort: relay.port)
+        defer { proxy.stop() }
+        let (another, _) = try await a.client().relayPairingCode()
+        _ = try await b.client().addTransport(name: "relay", kind: "relay", location: proxy.url, code: another)
+        let moved = try relay.tokens(owner).filter { $0.device.contains(bNode) }
+        #expect(moved.count == 1 && moved.first?.id != after.first?.id, "before \(after), after \(moved)")
         try await b.client().removeTransport(name: "relay")
         #expect(try relay.tokens(owner).filter { $0.device.contains(bNode) }.isEmpty)
         try await a.client().removeTransport(name: "relay")

@@ -137,6 +137,14 @@ import Testing
         #expect(reason.contains("out of its validity dates") && !reason.contains("update-ca-certificates"), "\(reason)")
     }
 
+    /// An https:// URL for a relay that serves plain HTTP (OpenSSL's words, as an outside check
+    /// saw them) says to use http://.
+    @Test func httpsToAPlainRelaySaysToUseHTTP() {
+        let error = URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "OpenSSL/3.0.19: error:0A00010B:SSL routines::wrong version number"])
+        let reason = RelayHTTP.reason(error)
+        #expect(reason.contains("it does not answer TLS there") && reason.contains("its URL starts with http://"), "\(reason)")
+    }
+
     @Test func aConnectionClosedBeforeAnyAnswerSaysSo() async throws {
         let reason = try await failure(readBytes: 0, body: 0)
         #expect(reason.contains("closed before any answer"), "\(reason)")

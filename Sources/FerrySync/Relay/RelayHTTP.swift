@@ -176,6 +176,12 @@ struct RelayHTTP: Sendable {
             || detail.localizedCaseInsensitiveContains("certificate is not yet valid") {
             return "its TLS certificate is out of its validity dates (\(detail)); the relay's operator must renew it, or check this machine's clock"
         }
+        // An https:// URL for a server that answers plain HTTP: OpenSSL reads its answer as a
+        // TLS record of an unknown version.
+        if let detail, detail.localizedCaseInsensitiveContains("wrong version number") {
+            return "it does not answer TLS there (\(detail)): if the relay serves plain HTTP (no [TLS] and no TLS proxy in front), "
+                + "its URL starts with http://"
+        }
         if let detail, detail.localizedCaseInsensitiveContains("SSL certificate problem")
             || detail.localizedCaseInsensitiveContains("certificate verify failed") {
             return untrustedCertificate(String(detail))
@@ -255,7 +261,8 @@ struct RelayHTTP: Sendable {
         switch reply.status {
         case 401 where sentToken:
             return .unauthorized(text + "; pair this device again ('ferryctl relay pair' on a device "
-                + "still syncing through the relay, then 'ferryctl transport add NAME relay URL --code CODE' here)")
+                + "still syncing through the relay, then 'ferryctl transport add NAME relay URL --code CODE' here), "
+                + "or ask the relay's operator for a new token ('ferry-relay admin create-owner --owner OWNER')")
         case 401:
             return .unauthorized(text + "; make a new code with 'ferryctl relay pair' on a device already syncing through the relay "
                 + "and use it before it expires")

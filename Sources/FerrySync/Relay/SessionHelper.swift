@@ -18,8 +18,9 @@ import Synchronization
 ///   so: the transport's usual retry), and the end is logged through `log`.
 /// - A cancelled request is cancelled in the helper; its call returns once the helper answers,
 ///   so a download's file is never written after its call returned.
-/// - The helper gets only its socket (at `helperFD`), default signal handling, and ends when
-///   ferryd's end of the socket closes, ferryd's own end included.
+/// - The helper gets its socket at `helperFD` (ferryd's other descriptors are close-on-exec),
+///   default signal handling and none of systemd's variables, and ends when ferryd's end of
+///   the socket closes (at ferryd's exit too).
 public final class SessionHelper: Sendable {
     /// The argument that starts ferryd as the helper.
     public static let flag = "--https-helper"

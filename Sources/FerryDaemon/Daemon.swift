@@ -106,9 +106,11 @@ public enum Daemon {
         // URLSession requests (https:// relays) are made by a helper process, ferryd's own
         // binary (/proc/self/exe: still there when a package upgrade replaced the file), so
         // that an answer FoundationNetworking traps on ends the helper, not ferryd.
-        if access("/proc/self/exe", X_OK) == 0 {
-            SessionHelper.install(SessionHelper(executable: "/proc/self/exe", name: CommandLine.arguments.first ?? "ferryd", log: { logger.warning($0, ["component": "https-helper"]) }))
-        }
+        let httpsHelper = access("/proc/self/exe", X_OK) == 0
+            ? SessionHelper(executable: "/proc/self/exe", name: CommandLine.arguments.first ?? "ferryd",
+                            log: { logger.warning($0, ["component": "https-helper"]) })
+            : nil
+        SessionHelper.install(httpsHelper)
         raiseDescriptorLimit(to: config.maxConnections + 256)
 
         // One daemon per state directory.
@@ -285,7 +287,14 @@ public enum Daemon {
         feed.stop()
         hub.stop()
         await server.stop(gracePeriod: .seconds(5))
+        // The transports' requests end when they are cancelled; a helper that does not let
+        // them (stuck) is ended after 5 s, so that the stop does not wait on it.
+        let helperStop = Task {
+            try? await Task.sleep(for: .seconds(5))
+            if !Task.isCancelled { httpsHelper?.stop() }
+        }
         await sync.stop()
+        helperStop.cancel()
         engineTask.cancel()
         _ = await engineTask.value
         signals.cancel()

@@ -253,6 +253,33 @@ import Testing
         #expect(a.harness.isRunning && b.harness.isRunning)
     }
 
+    /// A helper that stops answering (stuck; here stopped with SIGSTOP) holds neither the sync
+    /// nor ferryd's stop: it is ended once it leaves its pings unanswered, a new one carries
+    /// the records, and a ferryd whose new helper is stuck too still stops within systemd's
+    /// stop timeout (an outside check saw the pushes wait for ever and SIGTERM not end ferryd).
+    @Test func aStuckHelperHoldsNeitherTheSyncNorTheStop() async throws {
+        let environment = ["http_proxy": "http://127.0.0.1:9", "no_proxy": "127.0.0.1"]
+        let (relay, a, b, _, _) = try await Self.setUp(environment: environment)
+        defer { withExtendedLifetime(relay) {} }
+        try await Self.write(5, on: a, prefix: "before")
+        #expect(try await eventually(.seconds(60)) { try await b.records().count == 5 }, "\(b.logTail)")
+        let pid = try #require(a.harness.process?.processIdentifier)
+        let stuck = try #require(RelayTLSTests.helpers(of: pid).first)
+        kill(stuck, SIGSTOP)
+        try await Self.write(5, on: a, prefix: "during")
+        #expect(try await eventually(.seconds(90)) { try await b.records().count == 10 }, "\(a.logTail)")
+        #expect(a.harness.log.contains("(pid \(stuck)) has not answered for"), "\(a.logTail)")
+
+        let again = try #require(RelayTLSTests.helpers(of: pid).first)
+        #expect(again != stuck)
+        kill(again, SIGSTOP)
+        try await Self.write(1, on: a, prefix: "at-stop")
+        kill(pid, SIGTERM)
+        #expect(try await eventually(.seconds(30)) { !a.harness.isRunning }, "\(a.logTail)")
+        if a.harness.isRunning { a.harness.crash() }
+        kill(again, SIGKILL)
+    }
+
     /// The relay restored from an older backup (the tester's report): the devices' cursors are
     /// beyond everything it holds, and what A pushed after the backup is gone from it. The first
     /// device to pull is refused (409 lost_data) and starts over: it reads the relay from the

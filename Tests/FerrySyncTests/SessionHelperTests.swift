@@ -47,10 +47,11 @@ import Testing
     }
 
     /// A helper started from the built ferryd; `log` collects what it says.
-    static func helper() throws -> (SessionHelper, Said) {
+    static func helper(pingInterval: Duration = .seconds(5), silenceLimit: Duration = .seconds(20)) throws -> (SessionHelper, Said) {
         let ferryd = try BuiltExecutable.path("ferryd")
         let said = Said()
-        return (SessionHelper(executable: ferryd, name: "ferryd-test-helper", log: { m in said.lines.withLock { $0.append(m) } }), said)
+        return (SessionHelper(executable: ferryd, name: "ferryd-test-helper", log: { m in said.lines.withLock { $0.append(m) } },
+                              pingInterval: pingInterval, silenceLimit: silenceLimit), said)
     }
 
     final class Said: Sendable {
@@ -152,6 +153,41 @@ import Testing
                 "\(said.lines.withLock { $0 })")
         let (data, _) = try await session.data(URLRequest(url: URL(string: base + "/again")!))
         #expect(String(decoding: data, as: UTF8.self) == "{\"n\":2}")
+        #expect(helper.pid != nil && helper.pid != first)
+    }
+
+    /// A helper that stops answering (stopped here with SIGSTOP, as a stuck one would be) is
+    /// ended once it has not answered its pings for the silence limit: its request fails
+    /// saying so instead of waiting for ever (and holding ferryd's stop), and the next request
+    /// starts another. An idle helper is left alone however long it is quiet.
+    @Test func aHelperThatStopsAnsweringIsEndedAndItsRequestsFail() async throws {
+        let server = try ScriptedHTTPServer { peer, _ in
+            guard let (head, _) = peer.readRequest() else { return }
+            if head.hasPrefix("GET /wait") { peer.waitForClose(timeout: 30) } else { peer.answer("{\"n\":3}") }
+        }
+        let (helper, said) = try Self.helper(pingInterval: .milliseconds(200), silenceLimit: .seconds(1))
+        defer { helper.stop() }
+        let session = Self.session(helper)
+        let base = "http://127.0.0.1:\(server.port)"
+        _ = try await session.data(URLRequest(url: URL(string: base + "/first")!))
+        let first = try #require(helper.pid)
+        try await Task.sleep(for: .seconds(2))   // idle past the limit: still the same helper
+        #expect(helper.pid == first)
+        let waiting = Task { try await session.data(URLRequest(url: URL(string: base + "/wait")!)) }
+        #expect(try await eventually(.seconds(10)) { server.connections >= 2 })
+        kill(first, SIGSTOP)
+        let started = ContinuousClock.now
+        do {
+            _ = try await waiting.value
+            Issue.record("the request outlived its stopped helper")
+        } catch {
+            let message = ((error as NSError).userInfo[NSLocalizedDescriptionKey] as? String) ?? ""
+            #expect(message.contains("did not answer for 1.0 seconds and was ended"), "\(message)")
+        }
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(said.lines.withLock { $0 }.contains { $0.contains("(pid \(first)) has not answered for") }, "\(said.lines.withLock { $0 })")
+        let (data, _) = try await session.data(URLRequest(url: URL(string: base + "/again")!))
+        #expect(String(decoding: data, as: UTF8.self) == "{\"n\":3}")
         #expect(helper.pid != nil && helper.pid != first)
     }
 }

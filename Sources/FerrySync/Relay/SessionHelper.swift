@@ -46,6 +46,12 @@ public final class SessionHelper: Sendable {
         let generation: Int
     }
 
+    /// How often a helper with requests in flight is asked whether it is alive, and how long
+    /// it may go without answering before it is ended (stopped, or stuck: its requests would
+    /// otherwise wait for ever, and ferryd's stop with them).
+    private let pingInterval: Duration
+    private let silenceLimit: Duration
+
     private struct Pending {
         let generation: Int
         let continuation: CheckedContinuation<SessionHelperFrame, any Error>
@@ -56,6 +62,10 @@ public final class SessionHelper: Sendable {
         var generation = 0
         var nextID: Int64 = 1
         var pending: [Int64: Pending] = [:]
+        /// When the running helper last answered anything (a reply or a ping).
+        var heard = ContinuousClock.now
+        /// The generation ended for its silence, for what its end is called.
+        var silenced: Int?
     }
 
     private let state = Mutex(State())
@@ -64,10 +74,15 @@ public final class SessionHelper: Sendable {
     ///   - executable: ferryd's own binary, started with `flag`.
     ///   - name: its `argv[0]`.
     ///   - log: told (in words) when the helper ended with requests in flight or could not start.
-    public init(executable: String, name: String, log: @escaping @Sendable (String) -> Void) {
+    ///   - pingInterval, silenceLimit: how often a busy helper is asked whether it is alive,
+    ///     and how long it may go without answering before it is ended.
+    public init(executable: String, name: String, log: @escaping @Sendable (String) -> Void,
+                pingInterval: Duration = .seconds(5), silenceLimit: Duration = .seconds(20)) {
         self.executable = executable
         self.name = name
         self.log = log
+        self.pingInterval = pingInterval
+        self.silenceLimit = silenceLimit
     }
 
     /// Ends the helper (its requests in flight fail); the next request starts another.
@@ -161,32 +176,67 @@ public final class SessionHelper: Sendable {
         s.generation += 1
         let running = Running(channel: SessionHelperChannel(fd: ends[0]), pid: pid, generation: s.generation)
         s.running = running
+        s.heard = .now
         let reader = Thread { [self] in read(running) }
         reader.name = "https-helper-reader"
         reader.start()
+        let watchdog = Thread { [self] in watch(running) }
+        watchdog.name = "https-helper-watch"
+        watchdog.start()
         return running
+    }
+
+    /// While `running` is the helper: with requests in flight, pings it every `pingInterval`,
+    /// and ends it when it has not answered for `silenceLimit` (its reader then fails them).
+    private func watch(_ running: Running) {
+        let ping = SessionHelperFrame(header: ["op": "ping"])
+        while true {
+            let (seconds, attoseconds) = pingInterval.components
+            Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
+            let (current, busy, silent) = state.withLock { s in
+                (s.running?.generation == running.generation,
+                 s.pending.values.contains { $0.generation == running.generation },
+                 ContinuousClock.now - s.heard)
+            }
+            guard current else { return }
+            guard busy else {
+                state.withLock { $0.heard = .now }   // idle: nothing to wait for, nothing to blame
+                continue
+            }
+            if silent > silenceLimit {
+                state.withLock { $0.silenced = running.generation }
+                log("the https helper (pid \(running.pid)) has not answered for \(silent) (stopped or stuck): ending it")
+                kill(running.pid, SIGKILL)
+                running.channel.shutDown()
+                return
+            }
+            DispatchQueue.global().async { running.channel.write(ping) }
+        }
     }
 
     /// Hands each reply to its request until the helper's socket ends; then fails what is
     /// left of that helper's requests and reaps it.
     private func read(_ running: Running) {
         while let frame = try? running.channel.read() {
-            guard let id = frame.header["id"]?.intValue else { continue }
-            let pending = state.withLock { $0.pending.removeValue(forKey: id) }
+            let id = frame.header["id"]?.intValue
+            let pending = state.withLock { s in
+                s.heard = .now
+                return id.flatMap { s.pending.removeValue(forKey: $0) }
+            }
             pending?.continuation.resume(returning: frame)
         }
-        let orphans = state.withLock { s -> [Pending] in
+        let (orphans, silenced) = state.withLock { s -> ([Pending], Bool) in
             if s.running?.generation == running.generation { s.running = nil }
             let mine = s.pending.filter { $0.value.generation == running.generation }
             for id in mine.keys { s.pending.removeValue(forKey: id) }
-            return Array(mine.values)
+            return (Array(mine.values), s.silenced == running.generation)
         }
         running.channel.close()
         // Its end is closed: it is ending, or it broke the format and is told to.
         kill(running.pid, SIGKILL)
         var status: Int32 = 0
         while waitpid(running.pid, &status, 0) < 0 && errno == EINTR {}
-        let how = Self.describe(status)
+        let how = silenced ? "did not answer for \(silenceLimit) and was ended" : Self.describe(status)
         if !orphans.isEmpty {
             let requests = orphans.count == 1 ? "1 request in flight, which failed" : "\(orphans.count) requests in flight, which failed"
             log("the https helper (pid \(running.pid)) \(how) with \(requests) and will be tried again as usual")

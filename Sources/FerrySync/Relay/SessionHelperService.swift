@@ -24,6 +24,11 @@ public enum SessionHelperService {
                     let frame: SessionHelperFrame?
                     do { frame = try channel.read() } catch { done.resume(returning: 1); return }
                     guard let frame else { done.resume(returning: 0); return }
+                    // Asked whether it is alive: answered by this thread, whatever the requests do.
+                    if frame.header["op"]?.stringValue == "ping" {
+                        channel.write(SessionHelperFrame(header: ["pong": true]))
+                        continue
+                    }
                     guard let id = frame.header["id"]?.intValue, let op = frame.header["op"]?.stringValue else { continue }
                     if op == "cancel" {
                         shared.tasks.withLock { $0[id]?.cancel() }

@@ -220,6 +220,7 @@ struct EngineAPI: Sendable {
                 config = try TransportConfiguration.make(kind: kind, location: location)
             }
         } catch {
+            if error.unreachable { throw VarlinkError(EngineInterface.name + ".RelayFailure", parameters: ["message": .string(error.message)]) }
             throw ErrorMapping.invalidArgument(error.parameter, error.message, interface: EngineInterface.name)
         }
         let store = self.store
@@ -313,7 +314,12 @@ struct EngineAPI: Sendable {
         let keys = try await ownerKeys(space)
         let grant: RelayAccount.Grant
         do { grant = try await RelayAccount.redeem(url: url, code: code, device: "ferryd \(store.nodeID)") } catch {
-            throw .init(parameter: "code", message: error.message)
+            guard case .unavailable = error else { throw .init(parameter: "code", message: error.message) }
+            // Nothing was added: the next step is this command again, not a sync.
+            let message = error.message.replacingOccurrences(of: ", then 'ferryctl sync'", with: "")
+            throw .init(parameter: "code", message: message + "; nothing was added: once that is fixed run this command again (the code "
+                + "is still good unless the relay got it; if it says the code was used, make a new one with 'ferryctl relay pair')",
+                        unreachable: true)
         }
         guard grant.owner == keys.owner else {
             // The code is spent either way; the token it gave is of no use here, so it is

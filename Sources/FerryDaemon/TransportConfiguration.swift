@@ -12,6 +12,9 @@ enum TransportConfiguration {
     struct Problem: Error, Sendable {
         var parameter: String
         var message: String
+        /// The relay could not be reached or talked to (not the argument's fault): the add
+        /// fails with `RelayFailure`, not `InvalidArgument`.
+        var unreachable = false
     }
 
     static let kinds = ["folder", "relay"]

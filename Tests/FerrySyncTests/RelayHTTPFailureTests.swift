@@ -145,6 +145,42 @@ import Testing
         #expect(reason.contains("it does not answer TLS there") && reason.contains("its URL starts with http://"), "\(reason)")
     }
 
+    /// A request that went through a proxy says so, naming the proxy without its password,
+    /// and to check it or name the host in no_proxy; one no_proxy exempts does not. A reason
+    /// that says what to do (a certificate) is not told to check the network.
+    @Test func failuresThroughAProxyNameTheProxy() {
+        let http = URL(string: "http://relay.example:8470")!, https = URL(string: "https://relay.example")!
+        #expect(RelayHTTP.proxy(for: http, environment: ["http_proxy": "http://user:secret@proxy:3128"]) == "http://proxy:3128")
+        #expect(RelayHTTP.proxy(for: https, environment: ["http_proxy": "http://proxy:3128"]) == nil)
+        #expect(RelayHTTP.proxy(for: https, environment: ["HTTPS_PROXY": "proxy:3128"]) == "http://proxy:3128")
+        #expect(RelayHTTP.proxy(for: http, environment: ["all_proxy": "socks5://p:1080", "no_proxy": "example"]) == nil)
+        #expect(RelayHTTP.proxy(for: http, environment: ["all_proxy": "socks5://p:1080", "no_proxy": "other.org, .example"]) == nil)
+        #expect(RelayHTTP.proxy(for: http, environment: ["all_proxy": "socks5://p:1080", "NO_PROXY": "*"]) == nil)
+        #expect(RelayHTTP.proxy(for: http, environment: ["all_proxy": "socks5://p:1080", "no_proxy": "ample"]) == "socks5://p:1080")
+        let session = RelayHTTP.makeSession()
+        defer { session.invalidate() }
+        let proxied = RelayHTTP(base: http, token: nil, session: session, environment: ["http_proxy": "http://user:secret@proxy:3128"])
+        let lost = proxied.unreachable("pulling", URLError(.networkConnectionLost))
+        #expect(lost.contains("through the proxy http://proxy:3128") && lost.contains("no_proxy") && !lost.contains("secret"), "\(lost)")
+        let direct = RelayHTTP(base: http, token: nil, session: session, environment: [:])
+        #expect(direct.unreachable("pulling", URLError(.networkConnectionLost)).hasSuffix("check the URL and the network"))
+        let untrusted = direct.unreachable("pulling", URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "SSL certificate problem: self-signed certificate"]))
+        #expect(untrusted.hasPrefix("pulling: the relay at http://relay.example:8470: its TLS certificate is not trusted here")
+                && !untrusted.contains("check the URL and the network") && !untrusted.contains("cannot reach"), "\(untrusted)")
+    }
+
+    /// libcurl's words for a certificate of another name, a handshake cut, and bytes that are
+    /// not HTTP (from a broken proxy) say what they mean.
+    @Test func handshakeAndAnswerFailuresSayWhatTheyMean() {
+        func reason(_ text: String, _ code: URLError.Code = .unknown) -> String {
+            RelayHTTP.reason(URLError(code, userInfo: [NSLocalizedDescriptionKey: text]))
+        }
+        #expect(reason("SSL: no alternative certificate subject name matches target host name 'localhost'").hasPrefix("its TLS certificate is for another name"))
+        #expect(reason("OpenSSL SSL_connect: SSL_ERROR_SYSCALL in connection to 127.0.0.1:18481").hasPrefix("the connection broke during the TLS handshake"))
+        #expect(reason("Received HTTP/0.9 when not allowed", .unsupportedURL).hasPrefix("the answer is not HTTP"))
+        #expect(reason("", .unsupportedURL) == "the URL is not an http or https URL")
+    }
+
     @Test func aConnectionClosedBeforeAnyAnswerSaysSo() async throws {
         let reason = try await failure(readBytes: 0, body: 0)
         #expect(reason.contains("closed before any answer"), "\(reason)")

@@ -147,7 +147,7 @@ import Testing
             Issue.record("the request outlived its helper")
         } catch {
             let message = ((error as NSError).userInfo[NSLocalizedDescriptionKey] as? String) ?? ""
-            #expect(message.contains("https helper process was ended by signal 4"), "\(message)")
+            #expect(message.contains("the helper process making the request (ferryd --https-helper) was ended by signal 4"), "\(message)")
         }
         #expect(said.lines.withLock { $0 }.contains { $0.contains("(pid \(first)) was ended by signal 4") && $0.contains("1 request in flight") },
                 "\(said.lines.withLock { $0 })")

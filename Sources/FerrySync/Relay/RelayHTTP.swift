@@ -26,6 +26,8 @@ struct RelayHTTP: Sendable {
     /// `session`, with the session's timeout; nil for `https://`, and when the environment
     /// names a proxy (see `namesProxy`).
     let client: HTTP1Client?
+    /// The process's environment: which proxy a request goes through (`proxy(for:environment:)`).
+    let environment: [String: String]
 
     /// The largest reply body read into memory (a page of envelopes).
     static let maxReplyBytes = 64 << 20
@@ -54,6 +56,7 @@ struct RelayHTTP: Sendable {
         self.base = base
         self.token = token
         self.session = session
+        self.environment = environment
         client = Self.namesProxy(environment) ? nil
             : try? HTTP1Client(base: base, timeout: session.timeout, maxIdle: RelaySession.maxConnections,
                                maxBodyBytes: Self.maxReplyBytes)
@@ -159,9 +162,44 @@ struct RelayHTTP: Sendable {
     }
 
     /// What a request that got no HTTP reply says: the network's reason in words, and what to
-    /// check.
+    /// check: the proxy it went through, if any, else the URL and the network. A reason that
+    /// says what to do itself (a certificate, an https:// URL for a plain relay) is not told
+    /// to check the network, and the relay was reached then.
     func unreachable(_ what: String, _ error: any Error) -> String {
-        "\(what): cannot reach the relay at \(base.absoluteString): \(Self.reason(error)); check the URL and the network"
+        let reason = Self.reason(error)
+        if Self.advises(reason) { return "\(what): the relay at \(base.absoluteString): \(reason)" }
+        if let proxy = Self.proxy(for: base, environment: environment) {
+            return "\(what): cannot reach the relay at \(base.absoluteString) through the proxy \(proxy) (from the environment's "
+                + "proxy variables): \(reason); check the proxy, or name the relay's host in no_proxy to connect directly"
+        }
+        return "\(what): cannot reach the relay at \(base.absoluteString): \(reason); check the URL and the network"
+    }
+
+    /// Whether `reason` says what to do itself.
+    static func advises(_ reason: String) -> Bool {
+        ["update-ca-certificates", "renew it", "its URL starts with http://", "use the name it is for"].contains { reason.contains($0) }
+    }
+
+    /// The proxy libcurl sends a request to `url` through, as the environment names it
+    /// (without any user and password in it), or nil for a direct connection: `https_proxy`
+    /// or `HTTPS_PROXY` for https, `http_proxy` for http, else `all_proxy` or `ALL_PROXY`;
+    /// none when `no_proxy` (or `NO_PROXY`) names the host, a domain it is in, or `*`.
+    static func proxy(for url: URL, environment: [String: String]) -> String? {
+        let scheme = url.scheme?.lowercased() ?? "http"
+        let names = scheme == "https" ? ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"] : ["http_proxy", "all_proxy", "ALL_PROXY"]
+        guard let proxy = names.lazy.compactMap({ environment[$0]?.trimmingCharacters(in: .whitespaces) }).first(where: { !$0.isEmpty }) else {
+            return nil
+        }
+        let host = (url.host ?? "").lowercased()
+        let exempt = (environment["no_proxy"] ?? environment["NO_PROXY"] ?? "").split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased().drop(while: { $0 == "." })
+        }
+        if exempt.contains(where: { $0 == "*" || (!$0.isEmpty && (host == $0 || host.hasSuffix("." + $0))) }) { return nil }
+        // Never show a password the variable may hold.
+        guard var components = URLComponents(string: proxy.contains("://") ? proxy : "http://" + proxy) else { return "(unreadable)" }
+        components.user = nil
+        components.password = nil
+        return components.string ?? "(unreadable)"
     }
 
     /// A network failure in words (FoundationNetworking on Linux describes them only by number;
@@ -182,6 +220,14 @@ struct RelayHTTP: Sendable {
             return "it does not answer TLS there (\(detail)): if the relay serves plain HTTP (no [TLS] and no TLS proxy in front), "
                 + "its URL starts with http://"
         }
+        if let detail, detail.localizedCaseInsensitiveContains("subject name") || detail.localizedCaseInsensitiveContains("does not match target host") {
+            return "its TLS certificate is for another name (\(detail)): use the name it is for in the relay's URL, "
+                + "or have the relay's operator add this one to the certificate"
+        }
+        // A connection cut during the TLS handshake (OpenSSL's SSL_ERROR_SYSCALL).
+        if let detail, detail.contains("SSL_ERROR_SYSCALL") {
+            return "the connection broke during the TLS handshake (\(detail)); something between (a proxy, a firewall) may cut it"
+        }
         if let detail, detail.localizedCaseInsensitiveContains("SSL certificate problem")
             || detail.localizedCaseInsensitiveContains("certificate verify failed") {
             return untrustedCertificate(String(detail))
@@ -201,7 +247,10 @@ struct RelayHTTP: Sendable {
                 return "the connection was closed before any answer (the relay, or something between, dropped it)"
             }
             return "the answer is not HTTP" + (detail.map { " (\($0))" } ?? "")
-        case .unsupportedURL, .badURL: return "the URL is not an http or https URL"
+        case .unsupportedURL, .badURL:
+            // libcurl's "Received HTTP/0.9 when not allowed": bytes that are not an HTTP answer.
+            if let detail, detail.contains("HTTP/0.9") { return "the answer is not HTTP (\(detail))" }
+            return "the URL is not an http or https URL"
         default:
             // Mostly a connection that broke mid-request ("Send failure: Broken pipe",
             // "Recv failure: Connection reset by peer").

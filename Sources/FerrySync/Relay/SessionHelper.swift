@@ -242,7 +242,8 @@ public final class SessionHelper: Sendable {
             log("the https helper (pid \(running.pid)) \(how) with \(requests) and will be tried again as usual")
         }
         for orphan in orphans {
-            orphan.continuation.resume(throwing: failure("the https helper process \(how) during the request (ferryd starts another for the next one)"))
+            orphan.continuation.resume(throwing: failure("the helper process making the request (ferryd --https-helper) \(how) "
+                + "during it; ferryd starts another for the next one"))
         }
     }
 
@@ -250,8 +251,8 @@ public final class SessionHelper: Sendable {
     static func describe(_ status: Int32) -> String {
         let signal = status & 0x7f
         if signal == 0 { return "exited with status \((status >> 8) & 0xff)" }
-        let name = [SIGILL: "SIGILL, a trap in FoundationNetworking", SIGTRAP: "SIGTRAP, a trap in FoundationNetworking",
-                    SIGKILL: "SIGKILL", SIGSEGV: "SIGSEGV", SIGABRT: "SIGABRT"][signal]
+        let trap = "what a trap in FoundationNetworking raises, as on an answer cut off in its head"
+        let name = [SIGILL: "SIGILL: \(trap)", SIGTRAP: "SIGTRAP: \(trap)", SIGKILL: "SIGKILL", SIGSEGV: "SIGSEGV", SIGABRT: "SIGABRT"][signal]
         return "was ended by signal \(signal)" + (name.map { " (\($0))" } ?? "")
     }
 

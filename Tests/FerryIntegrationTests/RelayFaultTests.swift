@@ -244,6 +244,8 @@ import Testing
         let log = a.harness.log + b.harness.log
         #expect(log.contains("the https helper (pid"), "\(a.logTail)")
         #expect(!log.contains("Backtrace"), "the helper's crash report is not in ferryd's log")
+        // What the helper wrote as it ended is logged as its words, not as a line of ferryd's.
+        #expect(log.contains(") said: ") && !log.split(separator: "\n").contains { $0.hasPrefix("FoundationNetworking") }, "\(a.logTail)")
 
         faults.set(.pass)
         try await a.client().syncNow()

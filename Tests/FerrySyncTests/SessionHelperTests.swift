@@ -99,7 +99,9 @@ import Testing
         let got = try await session.download(URLRequest(url: URL(string: base + "/blob")!), to: target)
         #expect((got as? HTTPURLResponse)?.value(forHTTPHeaderField: "X-Kind") == "blob")
         #expect(try Data(contentsOf: target) == Data(repeating: UInt8(ascii: "b"), count: 70_000))
-        #expect(helper.pid != nil)
+        let pid = try #require(helper.pid)
+        // ps and pgrep show it by a name of its own, not as "exe".
+        #expect((try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) == "ferryd-https\n")
     }
 
     /// A request whose task is cancelled ends (as in-process: a cancelled URLError), and the

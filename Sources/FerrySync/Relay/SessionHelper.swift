@@ -136,11 +136,17 @@ public final class SessionHelper: Sendable {
             throw failure("cannot make a socket for the https helper: \(String(cString: strerror(errno)))")
         }
         defer { Glibc.close(ends[1]) }
+        // What the helper writes to stderr (a trap's "Fatal error" line) comes back to be logged
+        // as its words, not as a line of ferryd's own.
+        var errors: [Int32] = [-1, -1]
+        if socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &errors) != 0 { errors = [-1, -1] }
+        defer { if errors[1] >= 0 { Glibc.close(errors[1]) } }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         // dup2 clears close-on-exec on the copy: the helper keeps only this socket.
         posix_spawn_file_actions_adddup2(&actions, ends[1], Self.helperFD)
+        if errors[1] >= 0 { posix_spawn_file_actions_adddup2(&actions, errors[1], 2) }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -169,6 +175,7 @@ public final class SessionHelper: Sendable {
         let code = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         guard code == 0 else {
             Glibc.close(ends[0])
+            if errors[0] >= 0 { Glibc.close(errors[0]) }
             let message = "cannot start the https helper \(executable): \(String(cString: strerror(code)))"
             log(message)
             throw failure(message)
@@ -183,7 +190,35 @@ public final class SessionHelper: Sendable {
         let watchdog = Thread { [self] in watch(running) }
         watchdog.name = "https-helper-watch"
         watchdog.start()
+        if errors[0] >= 0 {
+            let fd = errors[0], helper = pid
+            let relay = Thread { [self] in relayErrors(from: fd, pid: helper) }
+            relay.name = "https-helper-stderr"
+            relay.start()
+        }
         return running
+    }
+
+    /// Logs each line the helper `pid` writes to stderr (at most 500 bytes of each, 100 lines
+    /// of it) until it ends, then closes `fd`.
+    private func relayErrors(from fd: Int32, pid: pid_t) {
+        defer { Glibc.close(fd) }
+        var pending: [UInt8] = []
+        var logged = 0
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            pending += chunk[0..<n]
+            while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: pending[..<end].prefix(500), as: UTF8.self)
+                pending.removeSubrange(...end)
+                if !line.isEmpty && logged < 100 { log("the https helper (pid \(pid)) said: \(line)"); logged += 1 }
+            }
+            if pending.count > 4096 { pending.removeAll() }
+        }
+        if !pending.isEmpty && logged < 100 { log("the https helper (pid \(pid)) said: \(String(decoding: pending.prefix(500), as: UTF8.self))") }
     }
 
     /// While `running` is the helper: with requests in flight, pings it every `pingInterval`,

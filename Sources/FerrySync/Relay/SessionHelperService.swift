@@ -16,6 +16,8 @@ import Synchronization
 public enum SessionHelperService {
     /// Serves the socket at `fd` until its other end closes; the exit code.
     public static func run(fd: Int32) async -> Int32 {
+        // Started as /proc/self/exe, it would be "exe" to ps and pgrep.
+        try? "ferryd-https".write(toFile: "/proc/self/comm", atomically: false, encoding: .utf8)
         let channel = SessionHelperChannel(fd: fd)
         let shared = Shared()
         let code: Int32 = await withCheckedContinuation { done in

@@ -22,12 +22,7 @@ import Testing
         let a = try SyncDevice("a", relayTimeoutSeconds: relayTimeoutSeconds), b = try SyncDevice("b")
         try a.start(environment: environment)
         try b.start(environment: environment)
-        let owner = try #require(try await a.client().spaces().first { $0.name == "private" }?.owner)
-        let (token, _) = try relay.createOwner(owner)
-        _ = try await a.client().addTransport(name: "relay", kind: "relay", location: url, token: token)
-        try await b.joinOwner(of: a)
-        let (code, _) = try await a.client().relayPairingCode()
-        _ = try await b.client().addTransport(name: "relay", kind: "relay", location: url, code: code)
+        let (owner, token) = try await relay.pair(a, b, url: url)
         return (relay, a, b, owner, token)
     }
 
@@ -202,13 +197,7 @@ import Testing
         for bytes in [60, 100, 3000] { try await cut(.dropBlobResponse(afterBytes: bytes), on: b) }
         faults.set(.pass)
         try await b.client().syncNow()
-        #expect(try await eventually(.seconds(60)) {
-            guard let fetched = try? await b.client().getAttachment(sha256: attachment.sha256) else { return false }
-            switch fetched.content {
-            case .inline(let got): return got == bytes
-            case .file(let path): return FileManager.default.contents(atPath: path) == Data(bytes)
-            }
-        }, "\(b.logTail)")
+        #expect(await eventually(.seconds(60)) { await b.hasAttachment(attachment.sha256, bytes: bytes) }, "\(b.logTail)")
         #expect(a.harness.isRunning && b.harness.isRunning && RelayHarness.healthy(port: relay.port))
         // The attachment is readable as soon as the store has it, a moment before the fetch
         // that stored it removes its opened copy from the scratch directory: nothing may stay

@@ -1,6 +1,7 @@
 import FerryTestSupport
 import Foundation
 import Glibc
+import Testing
 
 /// A real `ferry-relay serve` process on 127.0.0.1 with a free port and a private state
 /// directory, and its admin commands.
@@ -67,6 +68,18 @@ final class RelayHarness: @unchecked Sendable {
     /// `ferry-relay admin ARGS` with this relay's configuration.
     func admin(_ arguments: [String]) throws -> (status: Int32, output: String) {
         try runCommand(try BuiltExecutable.path("ferry-relay"), ["admin", "--config", configPath] + arguments)
+    }
+
+    /// Makes `a`'s private space an owner here with a relay transport at `url` (the operator's
+    /// token), and pairs `b` (the same owner, then a code from `a`) at the same URL.
+    func pair(_ a: SyncDevice, _ b: SyncDevice, url: String) async throws -> (owner: String, token: String) {
+        let owner = try #require(try await a.client().spaces().first { $0.name == "private" }?.owner)
+        let (token, _) = try createOwner(owner)
+        _ = try await a.client().addTransport(name: "relay", kind: "relay", location: url, token: token)
+        try await b.joinOwner(of: a)
+        let (code, _) = try await a.client().relayPairingCode()
+        _ = try await b.client().addTransport(name: "relay", kind: "relay", location: url, code: code)
+        return (owner, token)
     }
 
     /// Creates `owner` and returns its first token.

@@ -59,12 +59,7 @@ import Testing
         try b.start(launcher: trust.launcher, environment: trust.environment)
         try stranger.start()
 
-        let owner = try #require(try await a.client().spaces().first { $0.name == "private" }?.owner)
-        let (token, _) = try relay.createOwner(owner)
-        _ = try await a.client().addTransport(name: "relay", kind: "relay", location: url, token: token)
-        try await b.joinOwner(of: a)
-        let (code, _) = try await a.client().relayPairingCode()
-        _ = try await b.client().addTransport(name: "relay", kind: "relay", location: url, code: code)
+        let (_, token) = try await relay.pair(a, b, url: url)
 
         let bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }
         let attachment = try await a.client().putAttachment(data: bytes)
@@ -75,13 +70,7 @@ import Testing
             let onB = try await b.records().count, onA = try await a.records().count
             return onA == 26 && onB == 26
         }, "\(a.logTail)\n\(b.logTail)")
-        #expect(try await eventually(.seconds(60)) {
-            guard let fetched = try? await b.client().getAttachment(sha256: attachment.sha256) else { return false }
-            switch fetched.content {
-            case .inline(let got): return got == bytes
-            case .file(let path): return FileManager.default.contents(atPath: path) == Data(bytes)
-            }
-        }, "\(b.logTail)")
+        #expect(await eventually(.seconds(60)) { await b.hasAttachment(attachment.sha256, bytes: bytes) }, "\(b.logTail)")
         let onA = try await a.records(), onB = try await b.records()
         #expect(onA == onB)
         // The requests went through each device's helper, not ferryd itself.

@@ -51,6 +51,15 @@ final class SyncDevice: @unchecked Sendable {
         _ = try await client().restoreOwner(space: space, phrase: phrase)
     }
 
+    /// Whether the attachment `sha256` is readable here and holds exactly `bytes`.
+    func hasAttachment(_ sha256: String, bytes: [UInt8]) async -> Bool {
+        guard let fetched = try? await client().getAttachment(sha256: sha256) else { return false }
+        switch fetched.content {
+        case .inline(let got): return got == bytes
+        case .file(let path): return FileManager.default.contents(atPath: path) == Data(bytes)
+        }
+    }
+
     func addFolder(_ path: String, name: String = "folder", space: String? = nil) async throws {
         _ = try await client().addTransport(space: space, name: name, kind: "folder", location: path)
     }

@@ -58,6 +58,15 @@ import Testing
         let lines = Mutex<[String]>([])
     }
 
+    /// A server that leaves `GET /wait` unanswered (until the client goes) and answers `body`
+    /// to anything else, one request per connection.
+    static func waitingServer(answering body: String) throws -> ScriptedHTTPServer {
+        try ScriptedHTTPServer { peer, _ in
+            guard let (head, _) = peer.readRequest() else { return }
+            if head.hasPrefix("GET /wait") { peer.waitForClose(timeout: 30) } else { peer.answer(body) }
+        }
+    }
+
     static func session(_ helper: SessionHelper) -> RelaySession {
         RelaySession(timeout: .seconds(10), helper: helper)
     }
@@ -107,14 +116,7 @@ import Testing
     /// A request whose task is cancelled ends (as in-process: a cancelled URLError), and the
     /// helper goes on serving.
     @Test func aCancelledRequestEndsAndTheHelperGoesOn() async throws {
-        let server = try ScriptedHTTPServer { peer, index in
-            guard let (head, _) = peer.readRequest() else { return }
-            if head.hasPrefix("GET /wait") {
-                peer.waitForClose(timeout: 30)
-            } else {
-                peer.answer("{}")
-            }
-        }
+        let server = try Self.waitingServer(answering: "{}")
         let (helper, _) = try Self.helper()
         defer { helper.stop() }
         let session = Self.session(helper)
@@ -132,10 +134,7 @@ import Testing
     /// The helper ending in the middle of a request (killed here, as a trap would end it) fails
     /// that request with an error saying so, is logged, and the next request starts another.
     @Test func aHelperThatEndsFailsItsRequestsAndAnotherStarts() async throws {
-        let server = try ScriptedHTTPServer { peer, _ in
-            guard let (head, _) = peer.readRequest() else { return }
-            if head.hasPrefix("GET /wait") { peer.waitForClose(timeout: 30) } else { peer.answer("{\"n\":2}") }
-        }
+        let server = try Self.waitingServer(answering: "{\"n\":2}")
         let (helper, said) = try Self.helper()
         defer { helper.stop() }
         let session = Self.session(helper)
@@ -163,10 +162,7 @@ import Testing
     /// saying so instead of waiting for ever (and holding ferryd's stop), and the next request
     /// starts another. An idle helper is left alone however long it is quiet.
     @Test func aHelperThatStopsAnsweringIsEndedAndItsRequestsFail() async throws {
-        let server = try ScriptedHTTPServer { peer, _ in
-            guard let (head, _) = peer.readRequest() else { return }
-            if head.hasPrefix("GET /wait") { peer.waitForClose(timeout: 30) } else { peer.answer("{\"n\":3}") }
-        }
+        let server = try Self.waitingServer(answering: "{\"n\":3}")
         let (helper, said) = try Self.helper(pingInterval: .milliseconds(200), silenceLimit: .seconds(1))
         defer { helper.stop() }
         let session = Self.session(helper)

@@ -212,6 +212,12 @@ final class SystemdNamespace: @unchecked Sendable {
             timeout: timeout)
     }
 
+    /// Runs a command inside as the test user, with its runtime directory.
+    func runAsTestUser(_ command: [String], timeout: Duration = .seconds(60)) async throws -> SystemdCommand.Output {
+        try await run([tools.setpriv, "--reuid=\(testUser)", "--regid=\(testUser)", "--clear-groups",
+                       "/usr/bin/env", "XDG_RUNTIME_DIR=/run/user/\(testUser)"] + command, timeout: timeout)
+    }
+
     /// Runs `systemctl` against `manager`.
     func systemctl(_ arguments: [String], manager: Manager = .system, timeout: Duration = .seconds(60)) async throws
         -> SystemdCommand.Output

@@ -196,6 +196,19 @@ struct SystemdTests {
         #expect(FileManager.default.fileExists(
             atPath: namespace.hostPath(inside: "/run/user/\(namespace.testUser)/ferry/ferryd.sock")),
                 "ferryd did not bind /run/user/\(namespace.testUser)/ferry/ferryd.sock")
+
+        // The sandbox lets ferryd start its https helper (its own binary again): a relay token
+        // is checked through it, and the helper's request reaches the network (nothing listens
+        // at port 1, so the check cannot be made, and the add says why).
+        // ferryctl runs as the user (root is nobody in ferryd's user namespace, and refused).
+        try FileManager.default.copyItem(atPath: try Executables.path("ferryctl"), toPath: namespace.directory + "/bin/ferryctl")
+        let ferryctl = SystemdNamespace.insideDirectory + "/bin/ferryctl"
+        let added = try await namespace.runAsTestUser([ferryctl, "transport", "add", "relay", "relay", "https://127.0.0.1:1",
+                                                       "--token", "fr1_" + String(repeating: "A", count: 43)])
+        #expect(added.succeeded && added.stderr.contains("warning: the token could not be checked")
+                && added.stderr.contains("the connection was refused") && !added.stderr.contains("helper"), "transport add under the sandbox: \(added)")
+        let removed = try await namespace.runAsTestUser([ferryctl, "transport", "rm", "relay"])
+        #expect(removed.succeeded, "\(removed)")
         try await expectSuccess(namespace.systemctl(["stop", service], manager: .testUser, timeout: .seconds(45)))
     }
 

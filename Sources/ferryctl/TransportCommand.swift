@@ -13,7 +13,8 @@ enum TransportCommand: Command {
         only files of its own there, sealed so the tool and its host see only ciphertext.
         A relay transport syncs through a ferry-relay server, which stores only sealed
         envelopes: pair with --code CODE from 'ferryctl relay pair' on a device already on the
-        relay, or give the first device the --token its operator created.
+        relay, or give the first device the --token its operator created (checked with the
+        relay at once; when the relay cannot be reached the transport is added with a warning).
         Adding a transport queues every record of the space for it; removing one drops its
         progress and keeps the data. A transport declared in ferryd.conf ([Transport NAME])
         is not removed with 'rm' (a reload would bring it back): delete its section there and

@@ -202,7 +202,11 @@ final class ClientConnection: @unchecked Sendable, EventLoopHandler {
         do {
             _ = try outgoing.write(to: fd)
         } catch {
-            close(error.errno == EPIPE || error.errno == ECONNRESET ? .connectionClosed : .system(error))
+            guard error.errno == EPIPE || error.errno == ECONNRESET else { return close(.system(error)) }
+            // The peer closed. What it sent first is still to be read: a server over its
+            // connection limit says so before it closes, and that answers the first call.
+            readReplies(untilEndOfFile: true)
+            close(.connectionClosed)
         }
     }
 

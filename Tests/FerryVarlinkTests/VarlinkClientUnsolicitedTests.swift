@@ -46,6 +46,23 @@ import Testing
         }
     }
 
+    /// The same when the server has closed already and the call's write fails (EPIPE): the
+    /// error it sent first is read and fails the call, not a bare "connection closed".
+    @Test func anErrorSentBeforeTheServerClosedFailsTheCallWithIt() async throws {
+        let error = VarlinkReplyMessage(VarlinkError("org.example.TooMany", parameters: ["limit": 5])).encoded()
+        let (address, directory) = try Self.server(sending: error)
+        defer { directory.remove() }
+        let client = try VarlinkClient(address: address)
+        try await Task.sleep(for: .milliseconds(600))   // the server has closed by now
+        do {
+            _ = try await client.call(VarlinkCallMessage(method: "org.example.Ping", parameters: [:]))
+            Issue.record("the call succeeded")
+        } catch {
+            guard case .remote(let remote) = error else { Issue.record("\(error)"); return }
+            #expect(remote.name == "org.example.TooMany")
+        }
+    }
+
     @Test func anyOtherReplyBeforeAnyCallBreaksTheProtocol() async throws {
         let reply = VarlinkReplyMessage(parameters: ["x": 1]).encoded()
         let (address, directory) = try Self.server(sending: reply)

@@ -239,7 +239,9 @@ struct EngineAPI: Sendable {
         do { try await sync.addTransport(space: space, name: name, kind: kind, config: config, startOver: startOver) } catch {
             throw ErrorMapping.varlink(error, interface: EngineInterface.name)
         }
-        if let existing { await revokeReplacedToken(existing, space: space, newConfig: config) }
+        if let existing, let kept = await revokeReplacedToken(existing, space: space, newConfig: config) {
+            warning = [warning, kept].compactMap { $0 }.joined(separator: "; ")
+        }
         let list = try await transportList(space: space)
         guard let added = list.first(where: { $0["name"]?.stringValue == name }) else {
             throw ErrorMapping.transportNotFound(space: space, name: name)
@@ -349,29 +351,46 @@ struct EngineAPI: Sendable {
     /// would otherwise stay valid. At the same relay the new token revokes it; at another URL
     /// (which may be the same relay behind another name or a proxy) the old token revokes
     /// itself at the old URL, and when that cannot be reached the log says what to do.
-    private func revokeReplacedToken(_ old: TransportInfo, space: String, newConfig: String) async {
+    /// - Returns: what to tell the user when a token got by pairing could not be revoked.
+    private func revokeReplacedToken(_ old: TransportInfo, space: String, newConfig: String) async -> String? {
         guard let value = try? JSONParser.parse(newConfig), case .object(let new) = value,
-              let newToken = new["token"]?.stringValue, newToken != TransportConfiguration.token(of: old) else { return }
+              let newToken = new["token"]?.stringValue, newToken != TransportConfiguration.token(of: old),
+              old.kind == "relay", let id = TransportConfiguration.tokenID(of: old) else { return nil }
         if TransportConfiguration.samePlace(old, kind: "relay", config: newConfig) {
-            await revokeToken(of: old, space: space, using: newToken, why: "it was paired again")
+            if await revokeToken(of: old, space: space, using: newToken, why: "it was paired again") { return nil }
         } else {
-            await revokeToken(of: old, space: space, using: TransportConfiguration.token(of: old), why: "the transport moved to another URL")
+            // At the old URL with the old token; when that cannot be reached (the relay moved),
+            // at the new URL with the new one, which is the same relay if only its name changed.
+            if await revokeToken(of: old, space: space, using: TransportConfiguration.token(of: old), why: "the transport moved to another URL") {
+                return nil
+            }
+            if let url = new["url"]?.stringValue.flatMap({ URL(string: $0) }) {
+                let moved = TransportInfo(space: old.space, name: old.name, kind: "relay",
+                                          config: TransportConfiguration.relay(url: url, token: newToken, tokenID: id))
+                if await revokeToken(of: moved, space: space, using: newToken, why: "the transport moved to another URL") { return nil }
+            }
         }
+        return "the relay token this transport had (id \(id)) could not be revoked and may still be valid: revoke it with "
+            + "'ferry-relay admin revoke OWNER \(id)' on the relay"
     }
 
     /// Revokes the token of relay transport `transport`, when pairing gave its id (a token from
     /// the relay's operator has none here, and stays), with `token` (another of the owner's, or
     /// the same). Best effort: a failure is logged and changes nothing else.
-    private func revokeToken(of transport: TransportInfo, space: String, using token: String?, why: String) async {
-        guard transport.kind == "relay", let id = TransportConfiguration.tokenID(of: transport), let token,
-              let location = TransportConfiguration.location(of: transport), let url = URL(string: location),
-              let keys = try? await ownerKeys(space) else { return }
+    /// - Returns: whether the relay revoked it (or there was nothing to revoke).
+    @discardableResult
+    private func revokeToken(of transport: TransportInfo, space: String, using token: String?, why: String) async -> Bool {
+        guard transport.kind == "relay", let id = TransportConfiguration.tokenID(of: transport) else { return true }
+        guard let token, let location = TransportConfiguration.location(of: transport), let url = URL(string: location),
+              let keys = try? await ownerKeys(space) else { return false }
         do {
             try await RelayAccount.revoke(url: url, owner: keys.owner, token: token, id: id)
             logger.info("transport \(transport.name) of space \(space): revoked its relay token (id \(id)) as \(why)")
+            return true
         } catch {
-            logger.warning("transport \(transport.name) of space \(space): could not revoke its relay token (id \(id)) as \(why): "
-                + "\(error); revoke it with 'ferry-relay admin revoke' on the relay")
+            logger.warning("transport \(transport.name) of space \(space): could not revoke its relay token (id \(id)) at \(url.absoluteString) "
+                + "as \(why): \(error); revoke it with 'ferry-relay admin revoke' on the relay")
+            return false
         }
     }
 

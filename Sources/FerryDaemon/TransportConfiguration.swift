@@ -67,6 +67,10 @@ enum TransportConfiguration {
               let canonical = canonicalRelayURL(url) else {
             throw Problem(parameter: "location", message: "a relay transport needs the relay's URL, such as https://relay.example.org")
         }
+        guard url.user == nil && url.password == nil else {
+            throw Problem(parameter: "location", message: "a relay's URL has no user or password (the token is what a device shows "
+                + "the relay): give it as https://HOST[:PORT][/PATH]")
+        }
         return canonical
     }
 

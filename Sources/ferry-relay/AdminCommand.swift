@@ -24,8 +24,8 @@ enum AdminCommand {
         }
         let storage = try RelayBackend.openStorage(configuration)
         if newDatabase {
-            FileHandle.standardError.write(Data(("ferry-relay: made a new relay database at \(configuration.databasePath) (StateDirectory= "
-                + "of \(file!)); a relay serving with this configuration uses it\n").utf8))
+            FileHandle.standardError.write(Data(("ferry-relay: made a new relay database at \(configuration.databasePath), the StateDirectory= "
+                + "in effect with \(file!); a relay serving with this configuration uses it\n").utf8))
         }
         let now = RelayService.systemMillis()
         /// Fails with "not found" (exit 3) for an owner the relay does not have.

@@ -215,6 +215,9 @@ import Testing
         #expect(try TransportConfiguration.relayURL("https://relay.example:443/ferry/").absoluteString == "https://relay.example/ferry")
         #expect(try TransportConfiguration.relayURL("http://127.0.0.1:8470/").absoluteString == "http://127.0.0.1:8470")
         #expect(try TransportConfiguration.relayURL("https://relay.example:8443").absoluteString == "https://relay.example:8443")
+        // No user or password: the token is the credential (one in the URL was another relay).
+        #expect(throws: TransportConfiguration.Problem.self) { try TransportConfiguration.relayURL("http://user@relay.example") }
+        #expect(throws: TransportConfiguration.Problem.self) { try TransportConfiguration.relayURL("http://user:pw@relay.example") }
         let kept = TransportInfo(space: "private", name: "r", kind: "relay", config: #"{"url":"http://127.0.0.1:8470/","token":"t"}"#)
         let again = TransportConfiguration.relay(url: try TransportConfiguration.relayURL("http://127.0.0.1:8470"), token: "t")
         #expect(TransportConfiguration.samePlace(kept, kind: "relay", config: again))

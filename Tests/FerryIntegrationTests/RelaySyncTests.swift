@@ -92,6 +92,13 @@ import Testing
         _ = try await b.client().addTransport(name: "relay", kind: "relay", location: proxy.url, code: another)
         let moved = try relay.tokens(owner).filter { $0.device.contains(bNode) }
         #expect(moved.count == 1 && moved.first?.id != after.first?.id, "before \(after), after \(moved)")
+        // Moved back while the old URL (the proxy) is gone: revoked through the new URL, the
+        // same relay.
+        proxy.stop()
+        let (back, _) = try await a.client().relayPairingCode()
+        let added = try await b.client().addTransport(name: "relay", kind: "relay", location: relay.url, code: back)
+        let home = try relay.tokens(owner).filter { $0.device.contains(bNode) }
+        #expect(home.count == 1 && home.first?.id != moved.first?.id && added.warning == nil, "before \(moved), after \(home), \(added.warning ?? "")")
         try await b.client().removeTransport(name: "relay")
         #expect(try relay.tokens(owner).filter { $0.device.contains(bNode) }.isEmpty)
         try await a.client().removeTransport(name: "relay")

@@ -162,6 +162,9 @@ import Testing
         let proxied = RelayHTTP(base: http, token: nil, session: session, environment: ["http_proxy": "http://user:secret@proxy:3128"])
         let lost = proxied.unreachable("pulling", URLError(.networkConnectionLost))
         #expect(lost.contains("through the proxy http://proxy:3128") && lost.contains("no_proxy") && !lost.contains("secret"), "\(lost)")
+        // A refused connection is the proxy's then: it does not ask whether ferry-relay runs.
+        let refused = proxied.unreachable("pulling", URLError(.cannotConnectToHost))
+        #expect(refused.contains("the connection was refused") && !refused.contains("ferry-relay running"), "\(refused)")
         let direct = RelayHTTP(base: http, token: nil, session: session, environment: [:])
         #expect(direct.unreachable("pulling", URLError(.networkConnectionLost)).hasSuffix("check the URL and the network"))
         let untrusted = direct.unreachable("pulling", URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: "SSL certificate problem: self-signed certificate"]))

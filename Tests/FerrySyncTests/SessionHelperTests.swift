@@ -180,7 +180,7 @@ import Testing
             Issue.record("the request outlived its stopped helper")
         } catch {
             let message = ((error as NSError).userInfo[NSLocalizedDescriptionKey] as? String) ?? ""
-            #expect(message.contains("did not answer for 1.0 seconds and was ended"), "\(message)")
+            #expect(message.contains("did not answer for 1 s and was ended"), "\(message)")
         }
         #expect(ContinuousClock.now - started < .seconds(10))
         #expect(said.lines.withLock { $0 }.contains { $0.contains("(pid \(first)) has not answered for") }, "\(said.lines.withLock { $0 })")

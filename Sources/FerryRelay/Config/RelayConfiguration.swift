@@ -101,7 +101,9 @@ public struct RelayConfiguration: Sendable, Equatable {
     public mutating func load(file path: String) throws(Problem) {
         let text: String
         do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
-            throw Problem(description: "cannot read \(path): \(error.localizedDescription)")
+            let why = FileManager.default.fileExists(atPath: path) ? error.localizedDescription
+                : "there is no such file (etc/ferry-relay.conf in the source tree is a documented one to copy)"
+            throw Problem(description: "cannot read the configuration file \(path): \(why)")
         }
         try apply(text: text, file: path)
     }

@@ -169,6 +169,8 @@ struct RelayHTTP: Sendable {
         let reason = Self.reason(error)
         if Self.advises(reason) { return "\(what): the relay at \(base.absoluteString): \(reason)" }
         if let proxy = Self.proxy(for: base, environment: environment) {
+            // A refusal is the proxy's then, not the relay's.
+            let reason = reason.replacingOccurrences(of: " (is ferry-relay running and listening there?)", with: "")
             return "\(what): cannot reach the relay at \(base.absoluteString) through the proxy \(proxy) (from the environment's "
                 + "proxy variables): \(reason); check the proxy, or name the relay's host in no_proxy to connect directly"
         }
@@ -208,7 +210,7 @@ struct RelayHTTP: Sendable {
         if let e = error as? HTTP1ClientError { return reason(e) }
         guard let e = error as? URLError else { return "\(error)" }
         let detail = ((e as NSError).userInfo[NSLocalizedDescriptionKey] as? String)?
-            .trimmingCharacters(in: .whitespacesAndNewlines).prefix(200)
+            .trimmingCharacters(in: .whitespacesAndNewlines).prefix(400)
         // libcurl's certificate failures come through under other codes on Linux.
         if let detail, detail.localizedCaseInsensitiveContains("certificate has expired")
             || detail.localizedCaseInsensitiveContains("certificate is not yet valid") {

@@ -240,7 +240,7 @@ public final class SessionHelper: Sendable {
             }
             if silent > silenceLimit {
                 state.withLock { $0.silenced = running.generation }
-                log("the https helper (pid \(running.pid)) has not answered for \(silent) (stopped or stuck): ending it")
+                log("the https helper (pid \(running.pid)) has not answered for \(silent.components.seconds) s (stopped or stuck): ending it")
                 kill(running.pid, SIGKILL)
                 running.channel.shutDown()
                 return
@@ -271,7 +271,7 @@ public final class SessionHelper: Sendable {
         kill(running.pid, SIGKILL)
         var status: Int32 = 0
         while waitpid(running.pid, &status, 0) < 0 && errno == EINTR {}
-        let how = silenced ? "did not answer for \(silenceLimit) and was ended" : Self.describe(status)
+        let how = silenced ? "did not answer for \(Self.words(silenceLimit)) and was ended" : Self.describe(status)
         if !orphans.isEmpty {
             let requests = orphans.count == 1 ? "1 request in flight, which failed" : "\(orphans.count) requests in flight, which failed"
             log("the https helper (pid \(running.pid)) \(how) with \(requests) and will be tried again as usual")
@@ -282,11 +282,16 @@ public final class SessionHelper: Sendable {
         }
     }
 
+    /// `duration` in whole seconds, or milliseconds below one second.
+    static func words(_ duration: Duration) -> String {
+        duration < .seconds(1) ? "\(duration.components.attoseconds / 1_000_000_000_000_000) ms" : "\(duration.components.seconds) s"
+    }
+
     /// How a helper ended, from its wait status.
     static func describe(_ status: Int32) -> String {
         let signal = status & 0x7f
         if signal == 0 { return "exited with status \((status >> 8) & 0xff)" }
-        let trap = "what a trap in FoundationNetworking raises, as on an answer cut off in its head"
+        let trap = "a trap in FoundationNetworking, as on an answer cut off in its head"
         let name = [SIGILL: "SIGILL: \(trap)", SIGTRAP: "SIGTRAP: \(trap)", SIGKILL: "SIGKILL", SIGSEGV: "SIGSEGV", SIGABRT: "SIGABRT"][signal]
         return "was ended by signal \(signal)" + (name.map { " (\($0))" } ?? "")
     }

@@ -350,7 +350,7 @@ struct EngineAPI: Sendable {
     /// revokes the token it had got by pairing: a superseded token is never used again and
     /// would otherwise stay valid. At the same relay the new token revokes it; at another URL
     /// (which may be the same relay behind another name or a proxy) the old token revokes
-    /// itself at the old URL, and when that cannot be reached the log says what to do.
+    /// itself at the old URL, or, when that cannot be reached, the new token at the new URL.
     /// - Returns: what to tell the user when a token got by pairing could not be revoked.
     private func revokeReplacedToken(_ old: TransportInfo, space: String, newConfig: String) async -> String? {
         guard let value = try? JSONParser.parse(newConfig), case .object(let new) = value,

@@ -90,9 +90,10 @@ extension Store {
         try forget(sid: sid, transport: transport, in: db)
     }
 
-    /// The progress keys of a transport: `push:<name>`, `cursor:<name>` (its pull cursor), and
-    /// `blobs-checked:<name>` (when the engine last checked its own blobs there).
-    static let transportProgressPrefixes = ["push:", "cursor:", "blobs-checked:"]
+    /// The progress keys of a transport: `push:<name>`, `cursor:<name>` (its pull cursor),
+    /// `blobs-checked:<name>` (when the engine last checked its own blobs there), and
+    /// `last-success:<name>` (its last success, for status across restarts).
+    static let transportProgressPrefixes = ["push:", "cursor:", "blobs-checked:", "last-success:"]
 
     /// Drops the progress (`transportProgressPrefixes`), the refusals and the blobs to remove of
     /// `transport` in space `sid`.

@@ -33,7 +33,7 @@ enum StatusCommand: Command {
             + (status.attachmentsMissing == 0 ? ""
                 : ", \(status.attachmentsMissing) missing (records reference them; their bytes have not arrived: "
                     + "the device that has them must sync; 'ferryctl sync' looks again)"))
-        summary.add("last sync", status.lastSuccessAt.map { Format.time($0) } ?? "none since ferryd started")
+        summary.add("last sync", status.lastSuccessAt.map { Format.time($0) } ?? "never")
         if let lastError = status.lastError { summary.add("last error", "\(Format.time(status.lastErrorAt)): \(lastError)") }
         var text = summary.render()
 

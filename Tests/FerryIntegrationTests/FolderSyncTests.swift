@@ -525,6 +525,26 @@ import Testing
         try await b.client().syncNow()
         #expect(try await eventually(.seconds(60)) { try await b.records()["while-away"] != nil })
     }
+
+    /// A transport's last success is kept across a restart: with its folder gone meanwhile,
+    /// status still says when it last synced, not "never" (an outside check saw a device that
+    /// synced a minute before a restart look as if it never had).
+    @Test func aTransportsLastSuccessOutlivesARestart() async throws {
+        let dir = TempDir("folder-last-success")
+        let a = try SyncDevice("a")
+        try a.start()
+        try await a.addFolder(dir.path)
+        _ = try await a.client().put(entity: "note", id: "n", payload: ["v": 1])
+        #expect(try await eventually(.seconds(30)) { try await a.transport()?.lastSuccessAt != nil }, "\(a.logTail)")
+        let before = try #require(try await a.transport()?.lastSuccessAt)
+        a.harness.stop()
+        try FileManager.default.moveItem(atPath: dir.path, toPath: dir.path + "-away")
+        defer { try? FileManager.default.removeItem(atPath: dir.path + "-away") }
+        try a.start()
+        let after = try await a.transport()
+        #expect(after?.lastSuccessAt == before, "\(String(describing: after)) \(a.logTail)")
+        #expect(try await a.client().status().lastSuccessAt == before)
+    }
 }
 
 /// The folder seen read-only by one daemon: a read-only bind mount in a mount namespace of

@@ -95,9 +95,19 @@ final class TransportRunner: Sendable {
     /// Since when the push loop waits for the transport to answer its oldest push on the way.
     private let pushWaitingSince = Mutex<ContinuousClock.Instant?>(nil)
     var progressKey: String { "cursor:" + info.name }
+    /// Where the last success is kept across restarts (at most once a minute).
+    private var lastSuccessKey: String { "last-success:" + info.name }
+    /// The last success kept there (Unix milliseconds).
+    private let lastSuccessSaved = Mutex<Int64>(0)
     private var fields: [String: String] { ["space": space, "transport": info.name] }
 
     func start() {
+        // The last success before this start, so that status does not read "never" for a
+        // transport that synced a minute before a restart.
+        if let saved = (try? store.progress(space: space, key: lastSuccessKey)).flatMap({ $0.flatMap { Int64($0) } }) {
+            healthState.withLock { h in h.lastSuccessAt = max(h.lastSuccessAt ?? 0, saved) }
+            lastSuccessSaved.withLock { $0 = saved }
+        }
         let push = Task { await self.pushLoop() }
         let pull = Task { await self.pullLoop() }
         let attachments = Task { await self.missingAttachmentsLoop() }
@@ -1261,6 +1271,15 @@ final class TransportRunner: Sendable {
             h.failing[loop.name] = nil
             h.retryAt = h.failing.values.map(\.retryAt).min()
             if h.failing.isEmpty, h.state == "backoff" || h.state == "failed" { h.state = "idle" }
+        }
+        let save = lastSuccessSaved.withLock { saved in
+            guard now - saved >= 60_000 else { return false }
+            saved = now
+            return true
+        }
+        if save {
+            let store = self.store, space = self.space, key = lastSuccessKey
+            Task { _ = try? await Blocking.run { () throws(FerryError) in try store.setProgress(space: space, key: key, value: String(now)) } }
         }
     }
 

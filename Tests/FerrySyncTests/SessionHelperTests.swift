@@ -188,4 +188,33 @@ import Testing
         #expect(String(decoding: data, as: UTF8.self) == "{\"n\":3}")
         #expect(helper.pid != nil && helper.pid != first)
     }
+
+    /// Many requests at once through one helper each get their own answer (replies come back
+    /// in any order, matched by id).
+    @Test func concurrentRequestsGetTheirOwnAnswers() async throws {
+        let server = try ScriptedHTTPServer { peer, _ in
+            while let (head, _) = peer.readRequest() {
+                let path = head.split(separator: " ").dropFirst().first.map(String.init) ?? "?"
+                if path.hasSuffix("/7") || path.hasSuffix("/23") { usleep(200_000) }   // some answer late
+                peer.answer("{\"path\":\"\(path)\"}")
+            }
+        }
+        let (helper, _) = try Self.helper()
+        defer { helper.stop() }
+        let session = Self.session(helper)
+        let base = "http://127.0.0.1:\(server.port)"
+        let answers = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            for i in 0..<40 {
+                group.addTask {
+                    let (data, _) = try await session.data(URLRequest(url: URL(string: base + "/r/\(i)")!))
+                    return (i, String(decoding: data, as: UTF8.self))
+                }
+            }
+            var all: [Int: String] = [:]
+            for try await (i, body) in group { all[i] = body }
+            return all
+        }
+        #expect(answers.count == 40)
+        #expect(answers.allSatisfy { $0.value == "{\"path\":\"/r/\($0.key)\"}" })
+    }
 }

@@ -57,6 +57,10 @@ import Testing
         #expect(removed.status == 0 && removed.stdout.hasPrefix("deleted note/N1 in space private at "), "\(removed)")
         let tombstone = try ctl.run(["get", "note", "N1"])
         #expect(tombstone.status == 0 && tombstone.stdout.contains("deleted      yes\n"), "\(tombstone)")
+        // Deleting it again changes nothing, and says so rather than "deleted".
+        let again = try ctl.run(["rm", "note", "N1"])
+        #expect(again.status == 0 && again.stdout.hasPrefix("note/N1 in space private was deleted already (at ")
+                && again.stdout.contains("nothing changed"), "\(again)")
         #expect(try ctl.run(["ls", "note"]).lines.count == 3)
         let withDeleted = try ctl.run(["ls", "note", "--all", "--order", "stamp"])
         #expect(withDeleted.lines.count == 4 && withDeleted.lines.last?.hasPrefix("N1  ") == true, "\(withDeleted)")

@@ -420,7 +420,9 @@ struct EngineAPI: Sendable {
                     + "name a relay transport ('ferryctl transport ls' lists them)", interface: EngineInterface.name)
             }
             if let name { throw ErrorMapping.transportNotFound(space: space, name: name) }
-            throw ErrorMapping.invalidArgument("name", "space \(space) has no relay transport; add one first", interface: EngineInterface.name)
+            throw ErrorMapping.invalidArgument("name", "space \(space) has no relay transport; add one first ('ferryctl transport add NAME relay URL "
+                + "--code CODE', with a code from 'ferryctl relay pair' on a device on the relay, or --token TOKEN from its operator)",
+                                               interface: EngineInterface.name)
         }
         return (url, token, keys.owner)
     }

@@ -95,7 +95,7 @@ final class TransportRunner: Sendable {
     /// Since when the push loop waits for the transport to answer its oldest push on the way.
     private let pushWaitingSince = Mutex<ContinuousClock.Instant?>(nil)
     var progressKey: String { "cursor:" + info.name }
-    /// Where the last success is kept across restarts (at most once a minute).
+    /// Where the last success is kept across restarts (at most once a minute, and at stop).
     private var lastSuccessKey: String { "last-success:" + info.name }
     /// The last success kept there (Unix milliseconds).
     private let lastSuccessSaved = Mutex<Int64>(0)
@@ -125,6 +125,14 @@ final class TransportRunner: Sendable {
         currentPull.withLock { $0?.cancel() }
         for task in running { await task.value }
         await transport.close()
+        // The last success since the last save (once a minute), so a restart shows the latest.
+        if let last = healthState.withLock({ $0.lastSuccessAt }), lastSuccessSaved.withLock({ saved in
+            defer { saved = max(saved, last) }
+            return last > saved
+        }) {
+            let store = self.store, space = self.space, key = lastSuccessKey
+            _ = try? await Blocking.run { () throws(FerryError) in try store.setProgress(space: space, key: key, value: String(last)) }
+        }
     }
 
     /// Local data changed: push soon.

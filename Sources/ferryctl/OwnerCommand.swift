@@ -42,6 +42,8 @@ enum OwnerCommand: Command {
             guard arguments.positionals.count >= 2 else { throw .usage("missing PHRASE") }
             // The phrase may be passed as one argument or as its groups.
             let phrase = arguments.positionals.dropFirst().joined(separator: "-")
+            // The owner before, to tell a restore of the owner the space has already.
+            let previous = try? await client.spaces().first { $0.name == (context.space ?? "private") }?.owner
             let (owner, relays) = try await daemon { () async throws(FerryClientError) in
                 try await client.restoreOwnerReport(space: context.space, phrase: phrase)
             }
@@ -49,6 +51,8 @@ enum OwnerCommand: Command {
                 var object: [String: JSONValue] = ["owner": .string(owner)]
                 if !relays.isEmpty { object["relaysToPairAgain"] = .array(relays.map { .string($0) }) }
                 Output.json(.object(object))
+            } else if previous == owner {
+                Output.line("space \(context.space ?? "private") belongs to owner \(owner) already; nothing changed")
             } else {
                 Output.line("space \(context.space ?? "private") now belongs to owner \(owner); its records are queued for upload")
             }

@@ -47,7 +47,9 @@ enum WatchCommand: Command {
                 // as tail -f would.
                 if error.remoteErrorName == "ResumeFromCursor", case .remote(_, _, let parameters) = error {
                     let cursor = parameters["cursor"]?.intValue ?? since ?? 0
-                    let why = parameters["message"]?.stringValue ?? "fell behind"
+                    // The daemon's reason, without its advice to API clients (this is it).
+                    let message = parameters["message"]?.stringValue ?? "fell behind"
+                    let why = message.split(separator: ":", maxSplits: 1).first.map(String.init) ?? message
                     Output.note("ferryctl: \(why); resuming after cursor \(cursor)")
                     since = cursor
                     continue

@@ -30,6 +30,9 @@ import Testing
         let restored = try cb.run(["owner", "restore", phrase.lowercased().replacingOccurrences(of: "-", with: " "), "--json"])
         #expect(restored.status == 0, "\(restored)")
         #expect(try restored.json()["owner"]?.stringValue == owner)
+        // The same phrase again changes nothing, and says so.
+        let again = try cb.run(["owner", "restore", phrase])
+        #expect(again.status == 0 && again.stdout.contains("belongs to owner \(owner ?? "-") already; nothing changed"), "\(again)")
 
         let missing = try ca.run(["transport", "add", "f", "folder", folder.path + "/nope"])
         #expect(missing.status == 1 && missing.stderr.contains("not an existing directory"), "\(missing)")

@@ -77,7 +77,7 @@ case "check-config", "--check-config":
     guard arguments.isEmpty else { fail("unexpected arguments: \(arguments.joined(separator: " "))\n" + usage, status: 2) }
     do {
         for warning in configuration.warnings { FileHandle.standardError.write(Data(("ferry-relay: warning: " + warning + "\n").utf8)) }
-        print("configuration ok; " + (try RelayBackend.check(configuration)))
+        print("configuration OK; " + (try RelayBackend.check(configuration)))
     } catch {
         fail("the configuration reads, but the storage cannot be used: \(error)", status: 1)
     }

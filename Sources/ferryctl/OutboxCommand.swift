@@ -29,9 +29,12 @@ enum OutboxCommand: Command {
             Output.note(arguments.has("errors") ? "no rejected or held entries in the outbox" : "the outbox is empty: everything is sent")
             return
         }
+        // Entries of a space with no transport wait for the first one added: say so, not "pending".
+        let synced = Set(((try? await client.transports()) ?? []).map(\.space))
         var table = Table("SPACE", "ENTITY", "ID", "HLC", "QUEUED", "TRANSPORTS")
         for entry in entries {
-            table.add(entry.space, entry.entity, entry.id, entry.hlc, Format.time(entry.queuedAt), deliveries(entry))
+            let state = synced.contains(entry.space) ? deliveries(entry) : "no transport yet (kept for the first one added)"
+            table.add(entry.space, entry.entity, entry.id, entry.hlc, Format.time(entry.queuedAt), state)
         }
         Output.out(table.render())
         // The table cuts long texts; each distinct one is given whole once, with what to do.

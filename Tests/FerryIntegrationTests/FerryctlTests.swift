@@ -258,6 +258,9 @@ import Testing
 
         let outbox = try ctl.run(["outbox", "--json"]).json()
         #expect(outbox["entries"]?.arrayValue != nil, "\(outbox)")
+        // With no transport, the table says why the entry waits.
+        let table = try ctl.run(["outbox"])
+        #expect(table.status == 0 && table.stdout.contains("no transport yet (kept for the first one added)"), "\(table)")
         let errors = try ctl.run(["outbox", "--errors"])
         #expect(errors.status == 0 && errors.stdout.isEmpty && errors.stderr.contains("no rejected or held entries"), "\(errors)")
 

@@ -64,6 +64,8 @@ enum TransportCommand: Command {
                 throw .usage("a relay transport needs --code CODE (from 'ferryctl relay pair' on a device already syncing through the relay) or --token TOKEN (from the relay's operator)")
             }
             let client = try context.connect()
+            // A transport of that name already there is reconfigured, not added.
+            let existed = ((try? await client.transports(space: context.space)) ?? []).contains { $0.name == p[1] }
             let result = try await daemon { () async throws(FerryClientError) in
                 try await client.addTransport(space: context.space, name: p[1], kind: p[2], location: location, code: code, token: token)
             }
@@ -73,7 +75,8 @@ enum TransportCommand: Command {
                 if let warning = result.warning { document["warning"] = .string(warning) }
                 Output.json(.object(document))
             } else {
-                Output.line("added \(added.kind) transport \(added.name) to space \(added.space) (\(added.location ?? location)); \(added.pending) record(s) queued for it")
+                Output.line("\(existed ? "updated" : "added") \(added.kind) transport \(added.name) \(existed ? "of" : "to") space \(added.space) "
+                    + "(\(added.location ?? location)); \(added.pending) record(s) queued for it")
             }
             if let warning = result.warning { Output.note("warning: \(warning)") }
             // A folder this ferryd can only read still syncs one way (it reads the others' files);

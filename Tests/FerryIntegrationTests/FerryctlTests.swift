@@ -182,8 +182,11 @@ import Testing
         // A token for a relay that cannot be reached is taken, with a warning that says it was
         // not checked and why; the URL is kept in one spelling (no trailing slash).
         let unchecked = try ctl.run(["transport", "add", "relay", "relay", "http://127.0.0.1:9/", "--token", "fr1_" + String(repeating: "A", count: 43)])
-        #expect(unchecked.status == 0 && unchecked.stdout.contains("(http://127.0.0.1:9)")
+        #expect(unchecked.status == 0 && unchecked.stdout.hasPrefix("added relay transport relay to space private (http://127.0.0.1:9)")
                 && unchecked.stderr.contains("warning: the token could not be checked") && unchecked.stderr.contains("refused"), "\(unchecked)")
+        // Given again, it is updated, not added.
+        let again = try ctl.run(["transport", "add", "relay", "relay", "http://127.0.0.1:9", "--token", "fr1_" + String(repeating: "A", count: 43)])
+        #expect(again.status == 0 && again.stdout.hasPrefix("updated relay transport relay of space private"), "\(again)")
         #expect(try ctl.run(["transport", "rm", "relay"]).status == 0)
         // A bad name is refused as a bad name, before anything else is looked at.
         let badName = try ctl.run(["transport", "add", "Bad", "folder", "/tmp"])

@@ -29,11 +29,15 @@ enum OutboxCommand: Command {
             Output.note(arguments.has("errors") ? "no rejected or held entries in the outbox" : "the outbox is empty: everything is sent")
             return
         }
-        // Entries of a space with no transport wait for the first one added: say so, not "pending".
-        let synced = Set(((try? await client.transports()) ?? []).map(\.space))
+        // An entry no transport has seen, of a space with no transport, waits for the first one
+        // added: say so, not "pending" (when the transports cannot be listed, "pending" it is).
+        var unsynced: Set<String> = []
+        if entries.contains(where: { $0.deliveries.isEmpty }), let transports = try? await client.transports() {
+            unsynced = Set(entries.map(\.space)).subtracting(transports.map(\.space))
+        }
         var table = Table("SPACE", "ENTITY", "ID", "HLC", "QUEUED", "TRANSPORTS")
         for entry in entries {
-            let state = synced.contains(entry.space) ? deliveries(entry) : "no transport yet (kept for the first one added)"
+            let state = entry.deliveries.isEmpty && unsynced.contains(entry.space) ? "no transport yet (kept for the first one added)" : deliveries(entry)
             table.add(entry.space, entry.entity, entry.id, entry.hlc, Format.time(entry.queuedAt), state)
         }
         Output.out(table.render())

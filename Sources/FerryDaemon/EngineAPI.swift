@@ -220,7 +220,7 @@ struct EngineAPI: Sendable {
                 config = try TransportConfiguration.make(kind: kind, location: location)
             }
         } catch {
-            if error.unreachable { throw VarlinkError(EngineInterface.name + ".RelayFailure", parameters: ["message": .string(error.message)]) }
+            if error.unreachable { throw Self.relayFailure(message: error.message) }
             throw ErrorMapping.invalidArgument(error.parameter, error.message, interface: EngineInterface.name)
         }
         let store = self.store
@@ -364,10 +364,9 @@ struct EngineAPI: Sendable {
             if await revokeToken(of: old, space: space, using: TransportConfiguration.token(of: old), why: "the transport moved to another URL") {
                 return nil
             }
-            if let url = new["url"]?.stringValue.flatMap({ URL(string: $0) }) {
-                let moved = TransportInfo(space: old.space, name: old.name, kind: "relay",
-                                          config: TransportConfiguration.relay(url: url, token: newToken, tokenID: id))
-                if await revokeToken(of: moved, space: space, using: newToken, why: "the transport moved to another URL") { return nil }
+            if let url = new["url"]?.stringValue.flatMap({ URL(string: $0) }),
+               await revokeToken(id: id, of: old.name, at: url, space: space, using: newToken, why: "the transport moved to another URL") {
+                return nil
             }
         }
         return "the relay token this transport had (id \(id)) could not be revoked and may still be valid: revoke it with "
@@ -381,14 +380,20 @@ struct EngineAPI: Sendable {
     @discardableResult
     private func revokeToken(of transport: TransportInfo, space: String, using token: String?, why: String) async -> Bool {
         guard transport.kind == "relay", let id = TransportConfiguration.tokenID(of: transport) else { return true }
-        guard let token, let location = TransportConfiguration.location(of: transport), let url = URL(string: location),
-              let keys = try? await ownerKeys(space) else { return false }
+        guard let location = TransportConfiguration.location(of: transport), let url = URL(string: location) else { return false }
+        return await revokeToken(id: id, of: transport.name, at: url, space: space, using: token, why: why)
+    }
+
+    /// Revokes token `id` of transport `name` at the relay at `url`, with `token`; whether it
+    /// was. Best effort: a failure is logged.
+    private func revokeToken(id: String, of name: String, at url: URL, space: String, using token: String?, why: String) async -> Bool {
+        guard let token, let keys = try? await ownerKeys(space) else { return false }
         do {
             try await RelayAccount.revoke(url: url, owner: keys.owner, token: token, id: id)
-            logger.info("transport \(transport.name) of space \(space): revoked its relay token (id \(id)) as \(why)")
+            logger.info("transport \(name) of space \(space): revoked its relay token (id \(id)) as \(why)")
             return true
         } catch {
-            logger.warning("transport \(transport.name) of space \(space): could not revoke its relay token (id \(id)) at \(url.absoluteString) "
+            logger.warning("transport \(name) of space \(space): could not revoke its relay token (id \(id)) at \(url.absoluteString) "
                 + "as \(why): \(error); revoke it with 'ferry-relay admin revoke' on the relay")
             return false
         }
@@ -428,7 +433,11 @@ struct EngineAPI: Sendable {
     }
 
     private static func relayFailure(_ error: TransportFailure) -> VarlinkError {
-        VarlinkError(EngineInterface.name + ".RelayFailure", parameters: ["message": .string("\(error)")])
+        relayFailure(message: "\(error)")
+    }
+
+    private static func relayFailure(message: String) -> VarlinkError {
+        VarlinkError(EngineInterface.name + ".RelayFailure", parameters: ["message": .string(message)])
     }
 
     func relayPairingCode(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {

@@ -130,9 +130,14 @@ final class TransportRunner: Sendable {
             defer { saved = max(saved, last) }
             return last > saved
         }) {
-            let store = self.store, space = self.space, key = lastSuccessKey
-            _ = try? await Blocking.run { () throws(FerryError) in try store.setProgress(space: space, key: key, value: String(last)) }
+            await saveLastSuccess(last)
         }
+    }
+
+    /// Keeps `millis` as the last success (best effort).
+    private func saveLastSuccess(_ millis: Int64) async {
+        let store = self.store, space = self.space, key = lastSuccessKey
+        _ = try? await Blocking.run { () throws(FerryError) in try store.setProgress(space: space, key: key, value: String(millis)) }
     }
 
     /// Local data changed: push soon.
@@ -1285,10 +1290,7 @@ final class TransportRunner: Sendable {
             saved = now
             return true
         }
-        if save {
-            let store = self.store, space = self.space, key = lastSuccessKey
-            Task { _ = try? await Blocking.run { () throws(FerryError) in try store.setProgress(space: space, key: key, value: String(now)) } }
-        }
+        if save { Task { await saveLastSuccess(now) } }
     }
 
     /// `loop`'s failure, if any, no longer stands, though the host was not reached.

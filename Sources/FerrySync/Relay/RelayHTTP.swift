@@ -166,11 +166,10 @@ struct RelayHTTP: Sendable {
     /// says what to do itself (a certificate, an https:// URL for a plain relay) is not told
     /// to check the network, and the relay was reached then.
     func unreachable(_ what: String, _ error: any Error) -> String {
-        let reason = Self.reason(error)
+        let proxy = Self.proxy(for: base, environment: environment)
+        let reason = Self.reason(error, throughProxy: proxy != nil)
         if Self.advises(reason) { return "\(what): the relay at \(base.absoluteString): \(reason)" }
-        if let proxy = Self.proxy(for: base, environment: environment) {
-            // A refusal is the proxy's then, not the relay's.
-            let reason = reason.replacingOccurrences(of: " (is ferry-relay running and listening there?)", with: "")
+        if let proxy {
             return "\(what): cannot reach the relay at \(base.absoluteString) through the proxy \(proxy) (from the environment's "
                 + "proxy variables): \(reason); check the proxy, or name the relay's host in no_proxy to connect directly"
         }
@@ -206,7 +205,9 @@ struct RelayHTTP: Sendable {
 
     /// A network failure in words (FoundationNetworking on Linux describes them only by number;
     /// for the ones it does not name it passes libcurl's own text, which is used then).
-    static func reason(_ error: any Error) -> String {
+    /// - Parameter throughProxy: the request went to a proxy: a refused connection is the
+    ///   proxy's, not ferry-relay's.
+    static func reason(_ error: any Error, throughProxy: Bool = false) -> String {
         if let e = error as? HTTP1ClientError { return reason(e) }
         guard let e = error as? URLError else { return "\(error)" }
         let detail = ((e as NSError).userInfo[NSLocalizedDescriptionKey] as? String)?
@@ -236,7 +237,8 @@ struct RelayHTTP: Sendable {
         }
         switch e.code {
         case .timedOut: return "no answer in time"
-        case .cannotConnectToHost: return "the connection was refused (is ferry-relay running and listening there?)"
+        case .cannotConnectToHost:
+            return "the connection was refused" + (throughProxy ? "" : " (is ferry-relay running and listening there?)")
         case .cannotFindHost, .dnsLookupFailed: return "its host name does not resolve"
         case .networkConnectionLost: return "the connection was lost"
         case .notConnectedToInternet: return "this machine has no network"

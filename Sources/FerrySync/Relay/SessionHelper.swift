@@ -100,6 +100,7 @@ public final class SessionHelper: Sendable {
         var header = header
         header["id"] = .int(id)
         let frame = SessionHelperFrame(header: .object(header), body: body)
+        let cancel = SessionHelperFrame(header: ["id": .int(id), "op": "cancel"])
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<SessionHelperFrame, any Error>) in
                 let channel: SessionHelperChannel
@@ -120,12 +121,12 @@ public final class SessionHelper: Sendable {
                 let cancelled = Task.isCancelled
                 DispatchQueue.global().async {
                     if !channel.write(frame) { channel.shutDown(); return }
-                    if cancelled { channel.write(SessionHelperFrame(header: ["id": .int(id), "op": "cancel"])) }
+                    if cancelled { channel.write(cancel) }
                 }
             }
         } onCancel: {
             guard let channel = state.withLock({ s in s.pending[id] == nil ? nil : s.running?.channel }) else { return }
-            DispatchQueue.global().async { channel.write(SessionHelperFrame(header: ["id": .int(id), "op": "cancel"])) }
+            DispatchQueue.global().async { channel.write(cancel) }
         }
     }
 

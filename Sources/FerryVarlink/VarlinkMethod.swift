@@ -26,9 +26,11 @@ public typealias VarlinkInlineHandler = @Sendable (VarlinkCall) throws(VarlinkEr
 /// database transaction for many writers: group commit without any thread hand-off).
 public typealias VarlinkBatchHandler = @Sendable ([VarlinkCall]) -> [Result<VarlinkReplyParameters, VarlinkError>]
 
-/// Reads a method's parameters (the bytes of the `parameters` object of a call message)
-/// straight into the handler's own type, skipping the `JSONValue` tree, for the calls it
-/// recognizes; nil sends the call through the ordinary decoding. It must accept only
+/// Reads a method's parameters (the bytes of the `parameters` object of a call message of the
+/// common shape, `DirectCallShape`, without the whitespace around them) straight into the
+/// handler's own type, skipping the `JSONValue` tree, for the calls it recognizes; nil sends
+/// the call through the ordinary decoding. It must read exactly one object and decline
+/// anything after it (a further member of the message ends up there). It must accept only
 /// parameters the interface accepts and the message limits allow, and read them as the
 /// ordinary decoding would, so that a handler gets the same input either way: when in doubt
 /// (an escape, an unknown member, anything unusual), it returns nil.

@@ -11,25 +11,16 @@ enum PreparedCall: Sendable {
 }
 
 extension VarlinkService {
-    private static let directHead = Array(#"{"method":""#.utf8)
-    private static let directMiddle = Array(#"","parameters":"#.utf8)
-
-    /// A call of a method with a direct decoder (`VarlinkMethod.direct`), when the message is
-    /// exactly `{"method":"NAME","parameters":{...}}` (no other member, nothing around the
-    /// parameters but what the decoder reads) and the decoder reads its parameters; nil
+    /// A call of a method with a direct decoder (`VarlinkMethod.direct`), when the message has
+    /// the common shape (`DirectCallShape`: `{"method":"NAME","parameters":{...}}`, no other
+    /// member, whitespace anywhere JSON allows it) and the decoder reads its parameters; nil
     /// otherwise, and the message takes the ordinary decoding.
     private func directCall(_ frame: [UInt8], peer: PeerCredentials?, limits: JSONLimits) -> (VarlinkBatchHandler, VarlinkCall)? {
-        let head = Self.directHead, middle = Self.directMiddle
-        return frame.withUnsafeBufferPointer { b -> (VarlinkBatchHandler, VarlinkCall)? in
-            guard b.count > head.count + middle.count + 2, b[b.count - 1] == UInt8(ascii: "}") else { return nil }
-            for k in 0..<head.count where b[k] != head[k] { return nil }
-            var end = head.count
-            while end < b.count, b[end] != UInt8(ascii: "\""), b[end] != UInt8(ascii: "\\") { end += 1 }
-            guard end + middle.count < b.count - 1 else { return nil }
-            for k in 0..<middle.count where b[end + k] != middle[k] { return nil }
-            let name = UnsafeBufferPointer(rebasing: b[head.count..<end])
+        frame.withUnsafeBufferPointer { b -> (VarlinkBatchHandler, VarlinkCall)? in
+            guard let shape = DirectCallShape(b) else { return nil }
+            let name = UnsafeBufferPointer(rebasing: b[shape.name])
             guard let entry = directMethods.first(where: { $0.qualifiedName.elementsEqual(name) }),
-                  let value = entry.decode(UnsafeBufferPointer(rebasing: b[(end + middle.count)..<(b.count - 1)]), limits) else { return nil }
+                  let value = entry.decode(UnsafeBufferPointer(rebasing: b[shape.parameters]), limits) else { return nil }
             var call = VarlinkCall(interface: entry.interface, method: entry.method, parameters: [:], peer: peer)
             call.direct = value
             return (entry.handler, call)

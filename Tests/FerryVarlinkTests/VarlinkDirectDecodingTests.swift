@@ -44,13 +44,66 @@ import Testing
         #expect(call.direct as? String == "abc" && call.parameters.isEmpty && !call.oneway && !call.more)
     }
 
+    /// Whitespace between the tokens is the same shape: Python's json.dumps (the PyPI varlink
+    /// client) writes `{"method": "…", "parameters": {…}}`, others indent.
+    @Test func theCommonShapeWithWhitespaceIsReadDirectly() throws {
+        let spaced = [
+            #"{"method": "org.ferry.direct.Write", "parameters": {"name":"abc"}}"#,
+            #"{ "method":"org.ferry.direct.Write","parameters":{"name":"abc"}}"#,
+            #"{"method":"org.ferry.direct.Write","parameters":{"name":"abc"} }"#,
+            " \t{\n  \"method\" :\r\n \"org.ferry.direct.Write\" ,\n  \"parameters\" :  {\"name\":\"abc\"}\n}\n ",
+        ]
+        for text in spaced {
+            guard case .batch(let key, _, let call) = try Self.prepared(text) else {
+                Issue.record("\(text): not queued for its batch handler")
+                continue
+            }
+            #expect(key == "org.ferry.direct.Write" && call.direct as? String == "abc" && call.parameters.isEmpty, "\(text)")
+        }
+    }
+
+    /// The shape's ranges at every place whitespace may go, and its refusals.
+    @Test func theShapeFindsTheNameAndTheParameters() {
+        func shape(_ text: String) -> (name: String, parameters: String)? {
+            let bytes = Array(text.utf8)
+            return bytes.withUnsafeBufferPointer { b in
+                DirectCallShape(b).map { (String(decoding: b[$0.name], as: UTF8.self), String(decoding: b[$0.parameters], as: UTF8.self)) }
+            }
+        }
+        let tokens = ["{", #""method""#, ":", #""a.b.C""#, ",", #""parameters""#, ":", #"{"x": [1, 2]}"#, "}"]
+        for gap in 0...tokens.count {
+            for space in [" ", "\t", "\n", "\r", " \n\t "] {
+                var text = ""
+                for (k, token) in tokens.enumerated() { text += (k == gap ? space : "") + token }
+                if gap == tokens.count { text += space }
+                let found = shape(text)
+                #expect(found?.name == "a.b.C" && found?.parameters == #"{"x": [1, 2]}"#, "\(text.debugDescription)")
+            }
+        }
+        for text in [
+            #"{"method":"a.b.C","parameters":}"#,                // no parameters
+            #"{"method":"a.b\u0043","parameters":{}}"#,         // an escape in the name
+            #"{"method":"a.b.C""parameters":{}}"#,               // no comma
+            #"{"method":"a.b.C","parameters"{}}"#,               // no colon
+            #"{"parameters":{},"method":"a.b.C"}"#,              // reordered
+            #"["method","a.b.C"]"#,
+            "{\"method\":\"a.b\u{01}C\",\"parameters\":{}}",  // a control byte in the name
+            "",
+        ] {
+            #expect(shape(text) == nil, "\(text.debugDescription)")
+        }
+        // A member after the parameters stays inside their range, and a missing closing brace
+        // takes the parameters' own: what is left is no object, for the decoder to decline.
+        #expect(shape(#"{"method":"a.b.C","parameters":{},"more":true}"#)?.parameters == #"{},"more":true"#)
+        #expect(shape(#"{"method":"a.b.C","parameters":{}"#)?.parameters == "{")
+    }
+
     @Test func everyOtherShapeTakesTheOrdinaryDecoding() throws {
         let ordinary = [
             #"{"method":"org.ferry.direct.Write","parameters":{"name":"a1"}}"#,              // declined by the decoder
             #"{"parameters":{"name":"abc"},"method":"org.ferry.direct.Write"}"#,             // members reordered
             #"{"method":"org.ferry.direct.Write","parameters":{"name":"abc"},"more":false}"#,
-            #"{ "method":"org.ferry.direct.Write","parameters":{"name":"abc"}}"#,
-            #"{"method":"org.ferry.direct.Write","parameters":{"name":"abc"} }"#,
+            #"{"method":"org.ferry.direct.Wr\u0069te","parameters":{"name":"abc"}}"#,       // an escape in the name
             #"{"method":"org.ferry.direct.Plain","parameters":{"name":"abc"}}"#,             // no direct decoder
         ]
         for text in ordinary {

@@ -28,13 +28,15 @@ enum Ferryctl {
     /// Runs the command line `arguments` (without the program name) and returns the exit code.
     static func main(_ arguments: [String]) async -> ExitCode {
         guard let commandIndex = ArgumentParser.firstPositional(arguments, options: globalOptions) else {
-            // No command: `ferryctl --help` is help, `ferryctl --version` the version command;
+            // No command: `ferryctl --help` is help, `ferryctl --version` (or -V) the version command;
             // anything else is a usage error.
             if arguments.contains("--help") || arguments.contains("-h") {
                 Output.out(HelpCommand.overview())
                 return .ok
             }
-            if arguments.contains("--version") { return await main(arguments.filter { $0 != "--version" } + ["version"]) }
+            if arguments.contains("--version") || arguments.contains("-V") {
+                return await main(arguments.filter { $0 != "--version" && $0 != "-V" } + ["version"])
+            }
             if let problem = missingOptionValue(arguments) {
                 Output.note("ferryctl: \(problem)\nusage: ferryctl [--socket PATH] [--json] [--space NAME] COMMAND [ARGUMENTS]\nsee 'ferryctl help'")
                 return .usage

@@ -45,7 +45,10 @@ enum HelpCommand: Command {
             let usage = command.synopsis.isEmpty ? command.name : command.name + " " + command.synopsis
             return (usage.count > maxUsage ? shortUsage(command) : usage, command.summary)
         }
+        // `--version` works only in place of a command (Ferryctl.main), so it is listed here,
+        // not among the options every command takes.
         let globals = Ferryctl.globalOptions.map { ($0.display, $0.help) }
+            + [("-V, --version", "print the versions of ferryctl and ferryd, as 'ferryctl version'")]
         // The commands that act on one space, from their own declarations.
         var spaced: [String] = []
         for command in Ferryctl.commands where command.takesSpace { spaced.append(command.name) }

@@ -203,6 +203,11 @@ import Testing
         // --version is the version command too, as ferryd's is.
         let flag = try ctl.run(["--version"])
         #expect(flag.status == 0 && flag.stdout == version.stdout, "\(flag)")
+        let short = try ctl.run(["-V"])
+        #expect(short.status == 0 && short.stdout == version.stdout, "\(short)")
+        // The overview lists it.
+        let help = try ctl.run(["--help"])
+        #expect(help.stdout.contains("-V, --version"), "\(help)")
     }
 
     @Test func anotherUserGetsExit5() throws {

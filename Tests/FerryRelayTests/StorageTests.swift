@@ -295,10 +295,14 @@ import Testing
         #expect(try !s.addBlob(owner, key: String(repeating: "a", count: 64), size: size, quotaBytes: 0, now: 3))
         #expect(throws: RelayStorageError.self) { try s.push(owner, events: [TestEnvelopes.incoming(e[1])], quotaBytes: 1 << 30, now: 4) }
         // Deleting the relay copy frees it.
+        #expect(try s.usage(owner)!.lastPushAt == 1)
         #expect(try s.deleteOwnerData(owner) == [String(repeating: "a", count: 64)])
         #expect(try s.usage(owner)!.events == 0)
+        // Nothing in the copy was pushed: no last push until the next one.
+        #expect(try s.usage(owner)!.lastPushAt == nil)
         #expect(try s.push(owner, events: [TestEnvelopes.incoming(e[1])], quotaBytes: 1 << 30, now: 5) == [.stored])
         #expect(try s.pull(owner, after: .start, limit: 10, maxBytes: 1 << 20).events == [e[1].encoded])
+        #expect(try s.usage(owner)!.lastPushAt == 5)
     }
 
     /// Every cursor handed out stays good after a tombstone sweep and compaction, which keep the

@@ -116,7 +116,7 @@ public final class SQLiteRelayStorage: RelayStorage, @unchecked Sendable {
             while try list.step() { keys.append(list.text(0) ?? "") }
             list.resetKeepingBindings()
             for sql in ["DELETE FROM events WHERE oid = (SELECT oid FROM owners WHERE owner = ?)", "DELETE FROM blobs WHERE owner = ?",
-                        "UPDATE owners SET events = 0, event_bytes = 0, blobs = 0, blob_bytes = 0 WHERE owner = ?"] {
+                        "UPDATE owners SET events = 0, event_bytes = 0, blobs = 0, blob_bytes = 0, last_push_at = NULL WHERE owner = ?"] {
                 let s = try db.cached(text: sql)
                 s.bind(1, blob: owner.bytes)
                 try s.run()

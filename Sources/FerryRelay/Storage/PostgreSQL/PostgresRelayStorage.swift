@@ -106,7 +106,7 @@ public final class PostgresRelayStorage: RelayStorage, Sendable {
             try db.execute("DELETE FROM blob_chunks WHERE owner = $1 AND key IN (SELECT key FROM blobs WHERE owner = $1)", [o])
             try db.execute("DELETE FROM events WHERE owner = $1", [o])
             try db.execute("DELETE FROM blobs WHERE owner = $1", [o])
-            try db.execute("UPDATE owners SET events = 0, event_bytes = 0, blobs = 0, blob_bytes = 0 WHERE owner = $1", [o])
+            try db.execute("UPDATE owners SET events = 0, event_bytes = 0, blobs = 0, blob_bytes = 0, last_push_at = NULL WHERE owner = $1", [o])
             // Every cursor handed out before now points into a copy that is gone: refuse them
             // all (409 lost_data), so a device still syncing here starts over and fills the
             // relay again instead of leaving it with only what is written from now on. Waiting

@@ -161,19 +161,24 @@ public final class MicroHTTPDServer: @unchecked Sendable {
     }
 
     /// A message of libmicrohttpd's own, in the relay's log: at debug level when it is about
-    /// one client's request or connection (a malformed request, a peer that left; each such
-    /// request already got its answer or was closed, and a scanner could fill the log), as a
-    /// warning otherwise (it could not accept connections, for example). Its HTML error pages
-    /// are left out.
+    /// one client's request or connection (a malformed request, a peer that left, a TLS
+    /// handshake a client broke off or never began, as a device that does not trust the
+    /// certificate or plain HTTP to the HTTPS port do; each such request already got its
+    /// answer or was closed, and a scanner could fill the log), as a warning otherwise (it
+    /// could not accept connections, for example). Its HTML error pages are left out.
     func libraryLogged(_ message: String) {
         var text = message.trimmingCharacters(in: .whitespacesAndNewlines)
         if let page = text.range(of: " ('<html>"), let end = text.range(of: "')", range: page.upperBound..<text.endIndex) {
             text.removeSubrange(page.lowerBound..<end.upperBound)
         }
-        let lower = text.lowercased()
-        let aboutOneClient = (lower.contains("request") || lower.contains("connection") || lower.contains("client"))
-            && !lower.contains("accept")
-        service.logger.log(aboutOneClient ? .debug : .warning, "libmicrohttpd: \(text)", ["component": "libmicrohttpd"])
+        service.logger.log(Self.isAboutOneClient(text) ? .debug : .warning, "libmicrohttpd: \(text)", ["component": "libmicrohttpd"])
+    }
+
+    /// Whether a message of libmicrohttpd's is about one client's request or connection.
+    static func isAboutOneClient(_ message: String) -> Bool {
+        let lower = message.lowercased()
+        if lower.contains("accept") { return false }
+        return ["request", "connection", "client", "handshake", "tls encryption or decryption error"].contains { lower.contains($0) }
     }
 
     // MARK: Per-request state

@@ -32,28 +32,6 @@ import Testing
         return (["/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c", script], ["FERRY_CA": certificate])
     }
 
-    /// Sends `request` over plain TCP to 127.0.0.1:`port` and reads until the peer closes or
-    /// five seconds pass.
-    static func exchangePlainHTTP(_ request: String, port: Int) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { return }
-        let bytes = Array(request.utf8)
-        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while buffer.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) > 0 {}
-    }
-
     /// The https helpers running for the process `pid`.
     static func helpers(of pid: pid_t) -> [pid_t] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
@@ -121,7 +99,7 @@ import Testing
         #expect(try await stranger.records().isEmpty)
         for device in [a, b, stranger] { #expect(device.harness.isRunning) }
         // Plain HTTP to the HTTPS port is one client's broken handshake too.
-        Self.exchangePlainHTTP("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: relay.port)
+        _ = try? RelayHarness.rawHTTP(port: relay.port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         // Handshakes that clients broke off are not the relay's problem: nothing at the default
         // level (info) about them, where a scanner would otherwise fill the log.
         #expect(await eventually(.seconds(5)) { relay.log.contains("listening on https://") }, "\(relay.log)")

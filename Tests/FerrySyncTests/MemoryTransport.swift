@@ -47,6 +47,15 @@ final class MemoryLog: Sendable {
         /// Bumped when a pull shows the log lost envelopes; cursors of an earlier epoch are then
         /// refused, as ferry-relay refuses every cursor it handed out before it found it lost data.
         var epoch = 0
+        /// When set, the next push finds the log lost envelopes (as a folder transport finds
+        /// its own files gone): the epoch is bumped, the push fails with `.hostLostData` of this
+        /// message, and pulls with a cursor of an earlier epoch are refused with it too.
+        var lossOnNextPush: String?
+        var lossMessage: String?
+        /// While true, pulls wait before they look at anything, cancelled or not; `pullsWaiting`
+        /// counts those waiting.
+        var pullGate = false
+        var pullsWaiting = 0
     }
 
     let state = Mutex(State())
@@ -86,6 +95,13 @@ final class MemoryTransport: Transport {
     func push(_ batch: [Envelope]) async throws(TransportFailure) -> [PushOutcome] {
         try check()
         if let failure = log.state.withLock({ $0.pushFailure }) { throw failure }
+        if let loss = log.state.withLock({ s -> String? in
+            guard let loss = s.lossOnNextPush else { return nil }
+            s.lossOnNextPush = nil
+            s.lossMessage = loss
+            s.epoch += 1
+            return loss
+        }) { throw .hostLostData(loss) }
         let bytes = batch.reduce(0) { $0 + $1.encoded.count }
         if let refusal = log.state.withLock({ s -> String? in
             guard let limit = s.maxPushBytes, bytes > limit else { return nil }
@@ -110,6 +126,10 @@ final class MemoryTransport: Transport {
     }
 
     func pull(after cursor: String?, limit: Int, wait: Duration) async throws(TransportFailure) -> PullPage {
+        if log.state.withLock({ s -> Bool in if s.pullGate { s.pullsWaiting += 1 }; return s.pullGate }) {
+            while log.state.withLock({ $0.pullGate }) { usleep(2000) }
+            log.state.withLock { $0.pullsWaiting -= 1 }
+        }
         try check()
         if let failure = log.state.withLock({ $0.pullFailure }) { throw failure }
         // The cursor is "INDEX" in epoch 0, then "EPOCH:INDEX".
@@ -118,7 +138,7 @@ final class MemoryTransport: Transport {
         // As a relay restored from an older backup answers: a cursor past the log's end, and from
         // then on every cursor handed out before, is refused.
         let refusal = log.state.withLock { s -> String? in
-            if cursor != nil && cursorEpoch < s.epoch { return "cursor \(cursor!) is from before the log lost envelopes" }
+            if cursor != nil && cursorEpoch < s.epoch { return s.lossMessage ?? "cursor \(cursor!) is from before the log lost envelopes" }
             if start > s.envelopes.count {
                 s.epoch += 1
                 return "cursor \(start) is past the end of the log (\(s.envelopes.count))"

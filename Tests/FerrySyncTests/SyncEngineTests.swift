@@ -2,6 +2,7 @@ import FerryModel
 import FerryStore
 import FerryTestSupport
 import Foundation
+import Synchronization
 import Testing
 @testable import FerrySync
 
@@ -70,6 +71,32 @@ final class EngineDevice: Sendable {
         #expect(try await eventually { log.streams.count == 6 })
         #expect(try await eventually { try a.store.outbox().isEmpty && b.store.outbox().isEmpty })
         #expect(try a.store.digest() == b.store.digest())
+    }
+
+    /// A loss both loops meet (the push finds the host lost what this device wrote, and a pull
+    /// on its way comes back refused for it) starts the transport over once: a second start-over
+    /// would queue and write every record again for nothing.
+    @Test func aLossBothLoopsMeetStartsTheTransportOverOnce() async throws {
+        let log = MemoryLog()
+        let lines = Mutex<[String]>([])
+        let a = try EngineDevice(logs: ["shared": log], log: SyncLog { _, message, _ in lines.withLock { $0.append(message) } })
+        defer { Task { await a.engine.stop() } }
+        await a.engine.reconcile()
+        try await a.add("m", log: "shared")
+        _ = try a.store.put(entity: "note", id: "first", payload: "{}")
+        #expect(try await eventually { try log.count == 1 && a.store.outbox().isEmpty })
+        // A pull is on its way (held before it looks at anything) when the push meets the loss.
+        log.state.withLock { $0.pullGate = true }
+        #expect(try await eventually { log.state.withLock { $0.pullsWaiting } == 1 })
+        log.state.withLock { $0.lossOnNextPush = "the host lost what this device wrote" }
+        _ = try a.store.put(entity: "note", id: "second", payload: "{}")
+        #expect(try await eventually { log.state.withLock { $0.lossMessage } != nil })
+        try await Task.sleep(for: .milliseconds(200))
+        log.state.withLock { $0.pullGate = false }
+        #expect(try await eventually { try log.streams.count == 2 && a.store.outbox().isEmpty })
+        try await Task.sleep(for: .milliseconds(500))
+        let startedOver = lines.withLock { $0.filter { $0.contains("started over") } }
+        #expect(startedOver.count == 1, "\(startedOver)")
     }
 
     /// Ids that Unicode calls equal (precomposed and decomposed accents, the Kelvin and

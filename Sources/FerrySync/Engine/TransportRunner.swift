@@ -943,13 +943,17 @@ final class TransportRunner: Sendable {
     /// failure is shown and retried like any local one).
     private func startOver(because why: String) async -> Bool {
         let store = self.store, space = self.space, name = info.name
+        // A loss the push loop asked to start over for before now is one this start-over
+        // covers (every record queued again, the host read from its beginning): when both
+        // loops met the same loss, the transport starts over once, not twice.
+        let requested = startOverRequest.withLock { r -> String? in defer { r = nil }; return r }
         do throws(SyncFailure) {
             try await local("starting \(name) over") { () throws(FerryError) in
                 try store.restartTransport(space: space, name: name)
             }
         } catch {
             failed(error, retryIn: .seconds(1), during: .pull)
-            startOverRequest.withLock { $0 = $0 ?? why }
+            startOverRequest.withLock { $0 = $0 ?? requested ?? why }
             return false
         }
         // Blobs it stored may be gone with the rest: ask the host again before skipping one.

@@ -48,7 +48,7 @@ enum HelpCommand: Command {
         // `--version` works only in place of a command (Ferryctl.main), so it is listed here,
         // not among the options every command takes.
         let globals = Ferryctl.globalOptions.map { ($0.display, $0.help) }
-            + [("-V, --version", "print the versions of ferryctl and ferryd, as 'ferryctl version'")]
+            + [("-V, --version", "in place of a command: print the versions of ferryctl and ferryd, as 'ferryctl version' does")]
         // The commands that act on one space, from their own declarations.
         var spaced: [String] = []
         for command in Ferryctl.commands where command.takesSpace { spaced.append(command.name) }

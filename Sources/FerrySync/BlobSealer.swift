@@ -71,6 +71,32 @@ public struct BlobSealer: Sendable {
     ///   `.tooLarge`, `.contentMismatch`.
     public func open(file source: String, to destination: String, expectedSHA256: String, maxBytes: Int64) throws(BlobSealError) {
         guard Names.isSHA256Hex(expectedSHA256) else { throw .invalidSHA256(expectedSHA256) }
+        let actual = try open(file: source, to: destination, finalKey: keys.blobKey(sha256: expectedSHA256), maxBytes: maxBytes) { actual in
+            actual == expectedSHA256
+        }
+        guard actual == expectedSHA256 else { throw .contentMismatch(path: source, expected: expectedSHA256, actual: actual) }
+    }
+
+    /// Opens a sealed blob known by its key alone (as an export bundle names it), as
+    /// `open(file:to:expectedSHA256:maxBytes:)` does, and returns the plaintext's SHA-256, which
+    /// is the one `blobKey` names: the final chunk binds the blob to that key, and the key is
+    /// a keyed hash of the SHA-256.
+    /// - Throws: as the other `open`, with `.contentMismatch` when the plaintext is not the
+    ///   attachment the key names (bytes the sealing device had wrong).
+    public func open(file source: String, to destination: String, blobKey: BlobKey, maxBytes: Int64) throws(BlobSealError) -> String {
+        let actual = try open(file: source, to: destination, finalKey: blobKey, maxBytes: maxBytes) { actual in
+            keys.blobKey(sha256: actual) == blobKey
+        }
+        guard keys.blobKey(sha256: actual) == blobKey else {
+            throw .contentMismatch(path: source, expected: "the attachment its key \(blobKey.prefix(12))… names", actual: actual)
+        }
+        return actual
+    }
+
+    /// Opens `source` with `finalKey` bound to its final chunk; `matches` decides from the
+    /// plaintext's SHA-256 whether it is put in place. Returns that SHA-256.
+    private func open(file source: String, to destination: String, finalKey: BlobKey, maxBytes: Int64,
+                      matches: (String) -> Bool) throws(BlobSealError) -> String {
         let input = try BlobFile.openForReading(source)
         var header = [UInt8](repeating: 0, count: Self.headerBytes)
         let headerCount = try input.readFully(into: &header)
@@ -86,7 +112,7 @@ public struct BlobSealer: Sendable {
         } catch {
             throw .authenticationFailed(path: source)
         }
-        let finalData = finalAssociatedData(sha256: expectedSHA256)
+        let finalData = Self.prefix + Array(finalKey.utf8)
 
         let output = try BlobFile.createTemporary(near: destination)
         do throws(BlobSealError) {
@@ -123,10 +149,8 @@ public struct BlobSealer: Sendable {
                 pendingCount = nextCount
             }
             let actual = Hex.encode(hasher.finalize())
-            guard actual == expectedSHA256 else {
-                throw .contentMismatch(path: source, expected: expectedSHA256, actual: actual)
-            }
-            try output.commit(to: destination)
+            if matches(actual) { try output.commit(to: destination) } else { output.discard() }
+            return actual
         } catch {
             output.discard()
             throw error

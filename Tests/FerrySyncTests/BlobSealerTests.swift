@@ -79,6 +79,22 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: dir.path + "/out"))
     }
 
+    /// Known by its key alone (as an export bundle names it), a blob opens to the attachment
+    /// the key names and gives its SHA-256; under another key it does not open.
+    @Test func aBlobOpensByItsKey() throws {
+        let dir = SyncTempDir("bykey")
+        let (pathA, shaA) = try Self.sealed(Array("attachment A".utf8), in: dir)
+        try FileManager.default.moveItem(atPath: pathA, toPath: dir.path + "/a")
+        let (_, shaB) = try Self.sealed(Array("attachment B".utf8), in: dir)
+        #expect(try Self.sealer.open(file: dir.path + "/a", to: dir.path + "/out", blobKey: Fixtures.keys.blobKey(sha256: shaA), maxBytes: 100) == shaA)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.path + "/out")) == Data("attachment A".utf8))
+        try FileManager.default.removeItem(atPath: dir.path + "/out")
+        #expect(throws: BlobSealError.authenticationFailed(path: dir.path + "/a")) {
+            try Self.sealer.open(file: dir.path + "/a", to: dir.path + "/out", blobKey: Fixtures.keys.blobKey(sha256: shaB), maxBytes: 100)
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/out"))
+    }
+
     @Test func anotherOwnerCannotOpen() throws {
         let dir = SyncTempDir("owner")
         let (path, sha) = try Self.sealed(Array("secret".utf8), in: dir)

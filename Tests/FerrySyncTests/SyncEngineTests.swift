@@ -709,9 +709,15 @@ final class EngineDevice: Sendable {
         let firstEnvelope = try #require(frames.firstIndex { $0.first == BundleFormat.envelopeKind })
         var endSaysMore = frames.last!
         endSaysMore[8] &+= 1
-        for (what, kept) in [("one record out", frames.enumerated().filter { $0.offset != firstEnvelope + 3 }.map(\.element)),
-                             ("the blob out", frames.filter { $0.first != BundleFormat.blobKind }),
-                             ("an end that says one record more", frames.dropLast() + [endSaysMore])] {
+        // A piece of the 3 MiB blob from its middle (not its last, which the counts see): the
+        // blob no longer authenticates.
+        let firstPiece = try #require(frames.firstIndex { $0.first == BundleFormat.blobKind && $0[81] & 1 == 0 })
+        for (what, kept, expected) in [
+            ("one record out", frames.enumerated().filter { $0.offset != firstEnvelope + 3 }.map(\.element), "but its end says"),
+            ("the blob out", frames.filter { $0.first != BundleFormat.blobKind }, "but its end says"),
+            ("an end that says one record more", frames.dropLast() + [endSaysMore], "but its end says"),
+            ("a piece of the blob out", frames.enumerated().filter { $0.offset != firstPiece }.map(\.element), "does not open"),
+        ] {
             let damaged = try rebuilt(kept)
             var reason = ""
             do {
@@ -719,7 +725,7 @@ final class EngineDevice: Sendable {
             } catch {
                 if case .damaged(_, let why) = error { reason = why }
             }
-            #expect(reason.contains("but its end says"), "\(what): \(reason)")
+            #expect(reason.contains(expected), "\(what): \(reason)")
             #expect(try c.store.stats().records == 0 && c.store.attachment(info.sha256) == nil, "\(what)")
         }
         // Rebuilt whole, the same frames import.

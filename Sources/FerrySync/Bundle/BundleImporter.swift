@@ -31,18 +31,13 @@ public struct BundleImporter: Sendable {
     }
 
     public func importBundle(from path: String) throws(BundleError) -> Summary {
-        try walk(path) { _ throws(BundleError) in }   // check everything before changing anything
         mkdir(scratchDirectory, 0o700)
         var summary = Summary()
-        var sealedBlobs: [String: String] = [:]          // blob key -> sealed file
-        var openBlob: (key: String, fd: Int32, path: String)?
-        var pending: [String: [RecordVersion]] = [:]      // space -> versions to apply
-        var pendingCount = 0
         var sealers: [OwnerID: (space: String, sealer: EnvelopeSealer, blobs: BlobSealer, keys: OwnerKeys)?] = [:]
-        defer {
-            if let b = openBlob { close(b.fd); unlink(b.path) }
-            for file in sealedBlobs.values { unlink(file) }
-        }
+        // Attachments opened in the first pass: blob key -> the plaintext file, or nil for one
+        // that opened but cannot be taken (over the size limit, bytes other than its name).
+        var opened: [BlobKey: String?] = [:]
+        defer { for case let file? in opened.values { unlink(file) } }
         func owner(_ id: OwnerID) throws(BundleError) -> (space: String, sealer: EnvelopeSealer, blobs: BlobSealer, keys: OwnerKeys)? {
             if let known = sealers[id] { return known }
             let space: String?
@@ -59,6 +54,56 @@ public struct BundleImporter: Sendable {
             sealers[id] = entry
             return entry
         }
+
+        // First pass: the whole file is checked before anything changes (every frame, the end
+        // frame's counts), and every attachment blob of an owner here is opened: a piece taken
+        // out of a blob (its neighbours' checksums are whole, and the counts do not see it)
+        // makes the blob fail to authenticate, so the bundle is damaged and changes nothing.
+        var openBlob: (key: String, owner: OwnerID, fd: Int32, path: String)?
+        defer { if let b = openBlob { close(b.fd); unlink(b.path) } }
+        try walk(path) { payload throws(BundleError) in
+            guard payload.first == BundleFormat.blobKind else { return }
+            guard payload.count >= 1 + 16 + 64 + 1 else { throw .damaged(path: path, reason: "a short blob frame") }
+            let blobOwner = ID128(bytes: Array(payload[(payload.startIndex + 1)..<(payload.startIndex + 17)]))
+            let key = String(decoding: payload[(payload.startIndex + 17)..<(payload.startIndex + 81)], as: UTF8.self)
+            let last = payload[payload.startIndex + 81] & 1 == 1
+            if openBlob == nil || openBlob!.key != key || openBlob!.owner != blobOwner {
+                if let b = openBlob { close(b.fd); unlink(b.path) }
+                let file = scratchDirectory + "/import-\(UInt64.random(in: 0...UInt64.max))"
+                let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+                guard fd >= 0 else { throw .io(path: file, operation: "create", errno: errno) }
+                openBlob = (key, blobOwner, fd, file)
+            }
+            let data = payload[(payload.startIndex + 82)...]
+            var offset = data.startIndex
+            while offset < data.endIndex {
+                let n = data.withUnsafeBytes { write(openBlob!.fd, $0.baseAddress! + (offset - data.startIndex), data.endIndex - offset) }
+                if n < 0 { if errno == EINTR { continue }; throw .io(path: openBlob!.path, operation: "write", errno: errno) }
+                offset += n
+            }
+            guard last else { return }
+            let sealed = openBlob!.path
+            close(openBlob!.fd)
+            openBlob = nil
+            defer { unlink(sealed) }
+            // An owner with no space here: its records are skipped, so are its blobs.
+            guard let owner = try owner(blobOwner) else { return }
+            if let earlier = opened.updateValue(nil, forKey: key), let file = earlier { unlink(file) }
+            let plain = scratchDirectory + "/import-plain-\(UInt64.random(in: 0...UInt64.max))"
+            do throws(BlobSealError) {
+                _ = try owner.blobs.open(file: sealed, to: plain, blobKey: key, maxBytes: Int64(store.configuration.maxAttachmentBytes))
+                opened[key] = plain
+            } catch {
+                switch error {
+                case .tooLarge, .contentMismatch: break   // whole and authentic, but not to be taken: refused below
+                default: throw .damaged(path: path, reason: "an attachment blob in it does not open (\(error.description))")
+                }
+            }
+        }
+
+        // Second pass: the records, each after the attachments it references.
+        var pending: [String: [RecordVersion]] = [:]      // space -> versions to apply
+        var pendingCount = 0
         func applyPending() throws(BundleError) {
             for (space, versions) in pending where !versions.isEmpty {
                 let results: [ApplyResult]
@@ -78,61 +123,29 @@ public struct BundleImporter: Sendable {
             pendingCount = 0
         }
         try walk(path) { payload throws(BundleError) in
-            switch payload.first {
-            case BundleFormat.blobKind:
-                guard payload.count >= 1 + 16 + 64 + 1 else { throw .damaged(path: path, reason: "a short blob frame") }
-                let key = String(decoding: payload[(payload.startIndex + 17)..<(payload.startIndex + 81)], as: UTF8.self)
-                let last = payload[payload.startIndex + 81] & 1 == 1
-                if openBlob == nil || openBlob!.key != key {
-                    if let b = openBlob { close(b.fd); unlink(b.path) }
-                    let file = scratchDirectory + "/import-\(UInt64.random(in: 0...UInt64.max))"
-                    let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-                    guard fd >= 0 else { throw .io(path: file, operation: "create", errno: errno) }
-                    openBlob = (key, fd, file)
-                }
-                let data = payload[(payload.startIndex + 82)...]
-                var offset = data.startIndex
-                while offset < data.endIndex {
-                    let n = data.withUnsafeBytes { write(openBlob!.fd, $0.baseAddress! + (offset - data.startIndex), data.endIndex - offset) }
-                    if n < 0 { if errno == EINTR { continue }; throw .io(path: openBlob!.path, operation: "write", errno: errno) }
-                    offset += n
-                }
-                if last {
-                    close(openBlob!.fd)
-                    if let old = sealedBlobs[key] { unlink(old) }
-                    sealedBlobs[key] = openBlob!.path
-                    openBlob = nil
-                }
-            case BundleFormat.envelopeKind:
-                let envelope: Envelope
-                do { envelope = try Envelope.decode(payload.dropFirst()) } catch {
-                    summary.refused += 1
-                    return
-                }
-                guard let owner = try owner(envelope.header.owner) else { return }
-                let version: RecordVersion
-                do { version = try owner.sealer.open(envelope, limits: store.configuration.limits) } catch {
-                    summary.refused += 1
-                    return
-                }
-                for sha in version.attachments where store.attachmentPath(sha) == nil {
-                    guard let sealed = sealedBlobs[owner.keys.blobKey(sha256: sha)] else { continue }
-                    let plain = scratchDirectory + "/import-plain-\(UInt64.random(in: 0...UInt64.max))"
-                    defer { unlink(plain) }
-                    do {
-                        try owner.blobs.open(file: sealed, to: plain, expectedSHA256: sha,
-                                             maxBytes: Int64(store.configuration.maxAttachmentBytes))
-                        try store.putAttachment(fromFile: plain, expectedSHA256: sha)
-                    } catch {
-                        summary.refused += 1
-                    }
-                }
-                pending[owner.space, default: []].append(version)
-                pendingCount += 1
-                if pendingCount >= 400 { try applyPending() }
-            default:
-                break
+            guard payload.first == BundleFormat.envelopeKind else { return }
+            let envelope: Envelope
+            do { envelope = try Envelope.decode(payload.dropFirst()) } catch {
+                summary.refused += 1
+                return
             }
+            guard let owner = try owner(envelope.header.owner) else { return }
+            let version: RecordVersion
+            do { version = try owner.sealer.open(envelope, limits: store.configuration.limits) } catch {
+                summary.refused += 1
+                return
+            }
+            for sha in version.attachments where store.attachmentPath(sha) == nil {
+                guard let entry = opened[owner.keys.blobKey(sha256: sha)] else { continue }
+                guard let plain = entry else {
+                    summary.refused += 1
+                    continue
+                }
+                do { _ = try store.putAttachment(fromFile: plain, expectedSHA256: sha) } catch { summary.refused += 1 }
+            }
+            pending[owner.space, default: []].append(version)
+            pendingCount += 1
+            if pendingCount >= 400 { try applyPending() }
         }
         try applyPending()
         return summary

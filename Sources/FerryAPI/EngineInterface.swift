@@ -172,7 +172,9 @@ public enum EngineInterface {
 
     # Writes a sealed bundle of every space (records, tombstones and attachments, each space
     # sealed under its owner's keys) to path (an absolute path; replaced if it exists).
-    method Export(path: string) -> (spaces: int, records: int, attachments: int, bytes: int)
+    # attachmentsLeftOut counts attachments its records reference whose bytes are not on this
+    # device (not arrived yet, or found gone or damaged here and set aside): not in the bundle.
+    method Export(path: string) -> (spaces: int, records: int, attachments: int, attachmentsLeftOut: int, bytes: int)
 
     # Merges a bundle written by Export with the merge rules. A space is imported when this
     # device has a space with the bundle's owner (restore it first with RestoreOwner).

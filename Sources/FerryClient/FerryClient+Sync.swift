@@ -116,6 +116,9 @@ extension FerryClient {
         public var spaces: Int
         public var records: Int
         public var attachments: Int
+        /// Attachments the records reference whose bytes were not on the device, so not in
+        /// the bundle (0 from a ferryd that does not say).
+        public var attachmentsLeftOut: Int
         public var bytes: Int64
     }
 
@@ -126,7 +129,8 @@ extension FerryClient {
         let reply = try await call("io.ferry.Engine.Export", ["path": .string(path)])
         return try decode { () throws(WireError) in
             ExportSummary(spaces: try reply.int("spaces"), records: try reply.int("records"),
-                          attachments: try reply.int("attachments"), bytes: Int64(try reply.int("bytes")))
+                          attachments: try reply.int("attachments"), attachmentsLeftOut: (try? reply.int("attachmentsLeftOut")) ?? 0,
+                          bytes: Int64(try reply.int("bytes")))
         }
     }
 

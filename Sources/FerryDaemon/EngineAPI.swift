@@ -519,8 +519,13 @@ struct EngineAPI: Sendable {
         do { summary = try await Blocking.run { () throws(BundleError) in try exporter.export(to: path) } } catch {
             throw ErrorMapping.bundleFailure(path: path, "\(error)")
         }
+        if summary.attachmentsLeftOut > 0 {
+            logger.warning("export to \(path): \(summary.attachmentsLeftOut) attachment(s) its records reference were left out: "
+                + "their bytes are not on this device (not arrived yet, or found gone or damaged here and set aside)")
+        }
         return ["spaces": .int(Int64(summary.spaces)), "records": .int(Int64(summary.records)),
-                "attachments": .int(Int64(summary.attachments)), "bytes": .int(summary.bytes)]
+                "attachments": .int(Int64(summary.attachments)), "attachmentsLeftOut": .int(Int64(summary.attachmentsLeftOut)),
+                "bytes": .int(summary.bytes)]
     }
 
     func importBundle(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {

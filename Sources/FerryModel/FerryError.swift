@@ -16,6 +16,10 @@ public enum FerryError: Error, Sendable, Equatable, CustomStringConvertible {
     case spaceExists(String)
     case batchTooLarge(count: Int, limit: Int)
     case attachmentMissing(sha256: String)
+    /// The attachment's file on this device was gone, cut short or changed behind ferryd's back:
+    /// it was set aside (`Store.setAttachmentAside`) and counts as missing. On the wire it is
+    /// `AttachmentMissing`, with its own message.
+    case attachmentDamaged(sha256: String)
     case attachmentMismatch(expected: String, actual: String)
     case attachmentTooLarge(size: Int, limit: Int)
     case conflictNotFound(entity: String, id: String, stamp: String)
@@ -41,7 +45,7 @@ public enum FerryError: Error, Sendable, Equatable, CustomStringConvertible {
         case .spaceNotFound: "SpaceNotFound"
         case .spaceExists: "SpaceExists"
         case .batchTooLarge: "BatchTooLarge"
-        case .attachmentMissing: "AttachmentMissing"
+        case .attachmentMissing, .attachmentDamaged: "AttachmentMissing"
         case .attachmentMismatch: "AttachmentMismatch"
         case .attachmentTooLarge: "AttachmentTooLarge"
         case .conflictNotFound: "ConflictNotFound"
@@ -82,6 +86,10 @@ public enum FerryError: Error, Sendable, Equatable, CustomStringConvertible {
             return "attachment \(sha) is not in the store: one that a record from another device references may "
                 + "not have arrived yet (the sync engine keeps fetching it, so read it again later); "
                 + "to write a record that references it, upload it first"
+        case .attachmentDamaged(let sha):
+            return "attachment \(sha) on this device was damaged (its file was gone, cut short or changed outside ferryd): "
+                + "it was set aside and the sync engine fetches it again from a transport that has it, so read it again later; "
+                + "or store the original file again with 'ferryctl attach FILE'"
         case .attachmentMismatch(let expected, let actual):
             return "attachment content hashes to \(actual), not the expected \(expected): the file changed or was corrupted in transit; upload it again"
         case .attachmentTooLarge(let size, let limit):

@@ -26,7 +26,9 @@ enum AttachmentFiles {
         hasher.update(bytes)
         let sha = Hex.encode(hasher.finalize())
         if let expected, expected != sha { throw .attachmentMismatch(expected: expected, actual: sha) }
-        if exists(sha, root: root) { return sha }
+        // A copy already there stays only when it is whole: one cut short or changed outside
+        // ferryd is replaced by these bytes, which are.
+        if isIntact(sha, size: bytes.count, root: root) { return sha }
         let tmp = root + "/tmp/" + UUID().uuidString
         let fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o400)
         guard fd >= 0 else { throw ioError("creating \(tmp)") }
@@ -86,9 +88,28 @@ enum AttachmentFiles {
         if let failure { unlink(tmp); throw failure }
         let sha = Hex.encode(hasher.finalize())
         if let expected, expected != sha { unlink(tmp); throw .attachmentMismatch(expected: expected, actual: sha) }
-        if exists(sha, root: root) { unlink(tmp); return (sha, size) }
+        // Installed even when a copy is there: this one is verified, and the one there may have
+        // been cut short or changed outside ferryd.
         try install(tmp: tmp, sha: sha, root: root)
         return (sha, size)
+    }
+
+    /// Whether the file of `sha` is there with `size` bytes that hash to `sha`.
+    static func isIntact(_ sha: String, size: Int, root: String) -> Bool {
+        let fd = open(path(sha, root: root), O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, Int(info.st_size) == size else { return false }
+        var hasher = SHA256()
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress!, $0.count) }
+            if n < 0 { if errno == EINTR { continue }; return false }
+            if n == 0 { break }
+            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+        }
+        return Hex.encode(hasher.finalize()) == sha
     }
 
     private static func install(tmp: String, sha: String, root: String) throws(FerryError) {

@@ -1,4 +1,6 @@
+import FerryCrypto
 import FerryModel
+import Glibc
 
 extension Store {
     /// What the store knows of one attachment.
@@ -128,15 +130,53 @@ extension Store {
 
     /// The path of an attachment's file, for streaming it out; nil when its bytes are not here.
     public func attachmentPath(_ sha256: String) -> String? {
-        guard Names.isSHA256Hex(sha256), AttachmentFiles.exists(sha256, root: configuration.attachmentsPath) else { return nil }
-        return AttachmentFiles.path(sha256, root: configuration.attachmentsPath)
+        guard Names.isSHA256Hex(sha256) else { return nil }
+        let path = AttachmentFiles.path(sha256, root: configuration.attachmentsPath)
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            // Its file went behind ferryd's back while the store says it is here: missing now.
+            if errno == ENOENT, ((try? attachment(sha256)) ?? nil)?.present == true { try? setAttachmentAside(sha256) }
+            return nil
+        }
+        // Cut short or grown behind ferryd's back (a size is cheap to check; a hash is checked
+        // where the bytes are read: `readAttachment`, and sealing for a transport or a bundle).
+        if let known = (try? attachment(sha256)) ?? nil, known.present, Int(info.st_size) != known.size {
+            try? setAttachmentAside(sha256)
+            return nil
+        }
+        return path
     }
 
-    /// An attachment's bytes.
-    /// - Throws: `attachmentMissing`, `attachmentTooLarge` (over `maxBytes`).
+    /// An attachment's bytes, checked against its SHA-256.
+    /// - Throws: `attachmentMissing`; `attachmentDamaged` when they no longer hash to it (the
+    ///   file was changed outside ferryd: it is set aside, `setAttachmentAside`);
+    ///   `attachmentTooLarge` (over `maxBytes`).
     public func readAttachment(_ sha256: String, maxBytes: Int = 16 << 20) throws(FerryError) -> [UInt8] {
         guard Names.isSHA256Hex(sha256) else { throw .attachmentMissing(sha256: sha256.clipped(to: 80)) }
-        return try AttachmentFiles.read(sha256, root: configuration.attachmentsPath, maxBytes: maxBytes)
+        let bytes = try AttachmentFiles.read(sha256, root: configuration.attachmentsPath, maxBytes: maxBytes)
+        var hasher = SHA256()
+        hasher.update(bytes)
+        guard Hex.encode(hasher.finalize()) == sha256 else {
+            try setAttachmentAside(sha256)
+            throw .attachmentDamaged(sha256: sha256)
+        }
+        return bytes
+    }
+
+    /// Sets aside an attachment whose file on this device was found gone, cut short or changed
+    /// outside ferryd: the file goes and the attachment counts as missing (`present` 0), so
+    /// `missingAttachments` lists it, `Status` counts it, and the sync engine fetches it again
+    /// from a transport that has it; storing the original file again (`putAttachment`) puts
+    /// it back. Logged by the callers that can say where it was found.
+    public func setAttachmentAside(_ sha256: String) throws(FerryError) {
+        guard Names.isSHA256Hex(sha256) else { return }
+        let root = configuration.attachmentsPath
+        try write("setting aside attachment \(sha256)") { writer in
+            AttachmentFiles.remove(sha256, root: root)
+            let statement = try writer.db.cached("UPDATE attachments SET present = 0 WHERE sha256 = ? AND present = 1")
+            statement.bind(1, sha256)
+            try statement.run()
+        }
     }
 
     /// Removes attachments nothing references once their grace period is over, files left by

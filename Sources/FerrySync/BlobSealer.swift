@@ -28,9 +28,12 @@ public struct BlobSealer: Sendable {
 
     /// Reads the plaintext attachment file at `source` and writes the sealed blob to
     /// `destination` (replacing it), through a temporary file renamed into place, so
-    /// `destination` is either absent, its old self, or the complete sealed blob.
-    /// - Throws: `BlobSealError.io` naming the failing call and file.
-    public func seal(file source: String, to destination: String) throws(BlobSealError) {
+    /// `destination` is either absent, its old self, or the complete sealed blob. With
+    /// `expectedSHA256` (the attachment's name), a file whose bytes do not hash to it (changed
+    /// or cut short outside ferryd) is not sealed: `.contentMismatch`, and nothing is left at
+    /// `destination` by this call.
+    /// - Throws: `BlobSealError.io` naming the failing call and file; `.contentMismatch`.
+    public func seal(file source: String, to destination: String, expectedSHA256: String? = nil) throws(BlobSealError) {
         let input = try BlobFile.openForReading(source)
         let output = try BlobFile.createTemporary(near: destination)
         do throws(BlobSealError) {
@@ -47,6 +50,9 @@ public struct BlobSealer: Sendable {
                 hasher.update(chunk)
                 if nextCount == 0 {
                     let sha = Hex.encode(hasher.finalize())
+                    if let expectedSHA256, sha != expectedSHA256 {
+                        throw .contentMismatch(path: source, expected: expectedSHA256, actual: sha)
+                    }
                     try output.writeAll(pusher.push(chunk, associatedData: finalAssociatedData(sha256: sha), final: true))
                     break
                 }

@@ -21,6 +21,46 @@ import Testing
         #expect(try store.putAttachment(Array("hello".utf8), expectedSHA256: sha256OfHello).sha256 == sha256OfHello)
     }
 
+    /// A file found changed, cut short or gone behind ferryd's back is set aside: it counts as
+    /// missing (listed for the sync engine to fetch again) instead of being served; storing the
+    /// original bytes again puts it back, also over a damaged copy not noticed yet.
+    @Test func aFileDamagedOrGoneOutsideFerrydIsSetAsideAndPutBackByTheOriginal() throws {
+        let dir = TempDir()
+        let store = try makeStore(dir)
+        let bytes = (0..<5000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let sha = try store.putAttachment(bytes).sha256
+        _ = try store.put(entity: "doc", id: "1", payload: "{}", attachments: [sha])
+        let path = try #require(store.attachmentPath(sha))
+        func overwrite(_ content: [UInt8]) throws {
+            chmod(path, 0o600)
+            try Data(content).write(to: URL(fileURLWithPath: path))
+        }
+        // Changed, same size: the bytes read do not hash to the name.
+        try overwrite([0x58] + bytes.dropFirst())
+        #expect(throws: FerryError.attachmentDamaged(sha256: sha)) { try store.readAttachment(sha) }
+        #expect(try store.attachment(sha)?.present == false && store.missingAttachments() == [sha])
+        #expect(store.attachmentPath(sha) == nil && !FileManager.default.fileExists(atPath: path))
+        #expect(try store.putAttachment(bytes).present && store.readAttachment(sha) == bytes && store.missingAttachments().isEmpty)
+        // Cut short: its path is not handed out.
+        try overwrite(Array(bytes.prefix(100)))
+        #expect(store.attachmentPath(sha) == nil)
+        #expect(try store.attachment(sha)?.present == false && store.missingAttachments() == [sha])
+        _ = try store.putAttachment(fromFile: try writeTemp(bytes, in: dir))
+        #expect(try store.readAttachment(sha) == bytes)
+        // Gone.
+        unlink(path)
+        #expect(store.attachmentPath(sha) == nil)
+        #expect(try store.attachment(sha)?.present == false && store.missingAttachments() == [sha])
+        _ = try store.putAttachment(bytes)
+        // Changed and not noticed yet: storing the original replaces it, from bytes or a file.
+        try overwrite([0x58] + bytes.dropFirst())
+        _ = try store.putAttachment(bytes)
+        #expect(try store.readAttachment(sha) == bytes)
+        try overwrite([0x59] + bytes.dropFirst())
+        _ = try store.putAttachment(fromFile: try writeTemp(bytes, in: dir))
+        #expect(try store.readAttachment(sha) == bytes && store.attachment(sha)?.present == true)
+    }
+
     /// When the last current or losing version of a space that references an attachment goes,
     /// each transport of that space gets a note to remove its blob, with the time; another
     /// space's references do not count; a new reference drops the notes at once; a note goes
@@ -458,4 +498,11 @@ import Testing
         #expect(try store.missingAttachments() == [shared, mine])
         #expect(try store.missingAttachments(space: "team") == [shared, theirs])
     }
+}
+
+/// `bytes` in a new file under `dir`; its path.
+private func writeTemp(_ bytes: [UInt8], in dir: TempDir) throws -> String {
+    let path = dir.path + "/in-\(UUID().uuidString)"
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+    return path
 }

@@ -99,6 +99,37 @@ final class EngineDevice: Sendable {
         #expect(startedOver.count == 1, "\(startedOver)")
     }
 
+    /// An attachment whose file on this device was changed outside ferryd is not sealed for a
+    /// transport (no device could open the blob, and each would fetch it again and again): it
+    /// is set aside as missing, and the record goes without it. A bundle leaves it out too, and
+    /// says so.
+    @Test func aDamagedAttachmentIsSetAsideNotSpread() async throws {
+        let log = MemoryLog()
+        let a = try EngineDevice(logs: ["shared": log])
+        defer { Task { await a.engine.stop() } }
+        await a.engine.reconcile()
+        let bytes = (0..<3000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let sha = try a.store.putAttachment(bytes).sha256
+        let other = try a.store.putAttachment(Array("gone".utf8)).sha256
+        try a.engine.setPaused(true)
+        try await a.add("m", log: "shared")
+        _ = try a.store.put(entity: "doc", id: "1", payload: "{}", attachments: [sha])
+        let path = try #require(a.store.attachmentPath(sha))
+        chmod(path, 0o600)
+        try Data([0x58] + bytes.dropFirst()).write(to: URL(fileURLWithPath: path))
+        try a.engine.setPaused(false)
+        #expect(try await eventually { try log.count == 1 && a.store.outbox().isEmpty })
+        let keys = try a.engine.keyring.keys(for: Store.privateSpace)
+        #expect(log.state.withLock { $0.blobs[keys.blobKey(sha256: sha)] } == nil)
+        #expect(try a.store.attachment(sha)?.present == false && a.store.missingAttachments() == [sha])
+        // A bundle: the damaged one (set aside above) and one whose file is gone are left out.
+        _ = try a.store.put(entity: "doc", id: "2", payload: "{}", attachments: [other])
+        unlink(try #require(a.store.attachmentPath(other)))
+        let summary = try BundleExporter(store: a.store, keyring: a.engine.keyring).export(to: a.dir.path + "/b.ferry")
+        #expect(summary.records == 2 && summary.attachments == 0 && summary.attachmentsLeftOut == 2)
+        #expect(try a.store.attachment(other)?.present == false)
+    }
+
     /// Ids that Unicode calls equal (precomposed and decomposed accents, the Kelvin and
     /// Ångström signs) or that are hard to handle (emoji sequences, right-to-left text, the
     /// longest id) are all distinct records, compared by their bytes: each one's puts, edits and

@@ -10,6 +10,9 @@ public struct BundleExporter: Sendable {
         public var spaces = 0
         public var records = 0
         public var attachments = 0
+        /// Attachments records of the bundle reference that are not in it: their bytes were
+        /// not on this device (not arrived yet, or found gone or damaged here and set aside).
+        public var attachmentsLeftOut = 0
         public var bytes: Int64 = 0
     }
 
@@ -36,16 +39,20 @@ public struct BundleExporter: Sendable {
                 do { keys = try keyring.keys(for: space.name) } catch { throw .store("\(error)") }
                 let sealer = EnvelopeSealer(keys: keys, device: store.nodeID)
                 let blobs = BlobSealer(keys: keys)
-                var written = Set<String>()
+                var written = Set<String>(), leftOut = Set<String>()
                 var since: Int64 = 0
                 summary.spaces += 1
                 while true {
                     let page: Store.ChangePage
                     do { page = try store.changes(since: since, spaces: [space.name], limit: 500) } catch { throw .store("\(error)") }
                     for record in page.records {
-                        for sha in record.attachments where !written.contains(sha) {
-                            guard let source = store.attachmentPath(sha) else { continue }
-                            try writeBlob(sha: sha, from: source, keys: keys, sealer: blobs, fd: fd, path: temporary, out: &out)
+                        for sha in record.attachments where !written.contains(sha) && !leftOut.contains(sha) {
+                            guard let source = store.attachmentPath(sha),
+                                  try writeBlob(sha: sha, from: source, keys: keys, sealer: blobs, fd: fd, path: temporary, out: &out) else {
+                                leftOut.insert(sha)
+                                summary.attachmentsLeftOut += 1
+                                continue
+                            }
                             written.insert(sha)
                             summary.attachments += 1
                         }
@@ -77,11 +84,20 @@ public struct BundleExporter: Sendable {
         return summary
     }
 
+    /// Seals attachment `sha` (its bytes at `source`) into the bundle's blob frames. Returns
+    /// false, writing nothing, when this device's copy no longer hashes to `sha` (changed or cut
+    /// short outside ferryd): it is set aside (`Store.setAttachmentAside`) and left out.
     private func writeBlob(sha: String, from source: String, keys: OwnerKeys, sealer: BlobSealer, fd: Int32, path: String,
-                           out: inout [UInt8]) throws(BundleError) {
+                           out: inout [UInt8]) throws(BundleError) -> Bool {
         let sealed = path + ".blob-\(UInt64.random(in: 0...UInt64.max))"
         defer { unlink(sealed) }
-        do { try sealer.seal(file: source, to: sealed) } catch { throw .store("sealing attachment \(sha.prefix(12)): \(error)") }
+        do throws(BlobSealError) {
+            try sealer.seal(file: source, to: sealed, expectedSHA256: sha)
+        } catch {
+            guard case .contentMismatch = error else { throw .store("sealing attachment \(sha.prefix(12)): \(error)") }
+            do { try store.setAttachmentAside(sha) } catch { throw .store("\(error)") }
+            return false
+        }
         let input = open(sealed, O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw .io(path: sealed, operation: "open", errno: errno) }
         defer { close(input) }
@@ -112,6 +128,7 @@ public struct BundleExporter: Sendable {
             if next.isEmpty { break }
             piece = next
         }
+        return true
     }
 
     private func flush(_ out: inout [UInt8], fd: Int32, path: String) throws(BundleError) {

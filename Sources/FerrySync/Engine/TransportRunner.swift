@@ -572,11 +572,25 @@ final class TransportRunner: Sendable {
         return tooLarge
     }
 
-    /// Seals attachment `sha` (its bytes at `path`) and puts the blob under `key`.
-    private func upload(_ sha: String, from path: String, key: BlobKey, replacing: Bool = false) async throws(SyncFailure) {
+    /// Seals attachment `sha` (its bytes at `path`) and puts the blob under `key`. Returns
+    /// false, uploading nothing, when this device's copy no longer hashes to `sha` (changed or
+    /// cut short outside ferryd): it is set aside (`Store.setAttachmentAside`), so the engine
+    /// fetches it again from a transport that has it, instead of spreading bytes that no
+    /// device could open.
+    @discardableResult
+    private func upload(_ sha: String, from path: String, key: BlobKey, replacing: Bool = false) async throws(SyncFailure) -> Bool {
         let sealed = scratchPath("up")
         defer { unlink(sealed) }
-        do { try blobs.seal(file: path, to: sealed) } catch { throw .local("sealing attachment \(sha.prefix(12)): \(error)") }
+        do throws(BlobSealError) {
+            try blobs.seal(file: path, to: sealed, expectedSHA256: sha)
+        } catch {
+            guard case .contentMismatch = error else { throw .local("sealing attachment \(sha.prefix(12)): \(error)") }
+            let store = self.store
+            try await local("setting aside attachment \(sha.prefix(12))") { () throws(FerryError) in try store.setAttachmentAside(sha) }
+            log(.error, "\(info.name): attachment \(sha) on this device is damaged (\(error)); it was set aside and is "
+                + "fetched again from a transport that has it, or store the original file again with 'ferryctl attach FILE'", fields)
+            return false
+        }
         do {
             if replacing {
                 try await transport.replaceBlob(key: key, from: sealed)
@@ -585,6 +599,7 @@ final class TransportRunner: Sendable {
             }
         } catch { throw .transport(error) }
         uploadedBlobs.withLock { $0[key] = .now }
+        return true
     }
 
     /// Whether blob `key` was stored on the transport, or found there, within `uploadTrust`.
@@ -664,14 +679,13 @@ final class TransportRunner: Sendable {
                 let key = keys.blobKey(sha256: sha)
                 do {
                     if try await transport.hasBlob(key: key) {
-                        if changed.contains(key), try await !everyCopyOpens(sha, key: key) {
-                            try await upload(sha, from: path, key: key, replacing: true)
+                        if changed.contains(key), try await !everyCopyOpens(sha, key: key),
+                           try await upload(sha, from: path, key: key, replacing: true) {
                             repaired += 1
                         }
                         continue
                     }
-                    try await upload(sha, from: path, key: key)
-                    putBack += 1
+                    if try await upload(sha, from: path, key: key) { putBack += 1 }
                 } catch {
                     log(.debug, "\(info.name): cannot check attachment blobs: \(error)", fields)
                     return

@@ -56,6 +56,8 @@ final class MemoryLog: Sendable {
         /// counts those waiting.
         var pullGate = false
         var pullsWaiting = 0
+        /// Blobs handed out by `getBlob`.
+        var blobReads = 0
     }
 
     let state = Mutex(State())
@@ -188,7 +190,11 @@ final class MemoryTransport: Transport {
     func getBlob(key: BlobKey, to path: String, copy: Int) async throws(TransportFailure) -> Bool {
         try check()
         guard copy == 0 else { return false }
-        guard let bytes = log.state.withLock({ $0.blobsHidden ? nil : $0.blobs[key] }) else { return false }
+        guard let bytes = log.state.withLock({ s -> [UInt8]? in
+            guard !s.blobsHidden, let bytes = s.blobs[key] else { return nil }
+            s.blobReads += 1
+            return bytes
+        }) else { return false }
         return FileManager.default.createFile(atPath: path, contents: Data(bytes))
     }
 

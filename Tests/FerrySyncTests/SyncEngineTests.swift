@@ -15,9 +15,11 @@ final class EngineDevice: Sendable {
 
     /// `logs` maps a transport's configured location to the shared log it uses.
     init(logs: [String: MemoryLog], backoff: (@Sendable (SyncFailure, Int) -> Duration)? = nil,
-         log syncLog: SyncLog = .silent, configure: (inout SyncOptions) -> Void = { _ in }) throws {
+         log syncLog: SyncLog = .silent, configure: (inout SyncOptions) -> Void = { _ in },
+         store configureStore: (inout StoreConfiguration) -> Void = { _ in }) throws {
         var config = StoreConfiguration(directory: dir.path + "/state")
         config.durability = .normal
+        configureStore(&config)
         store = try Store(configuration: config)
         var options = SyncOptions(scratchDirectory: dir.path + "/state/tmp")
         options.pollInterval = .milliseconds(100)
@@ -128,6 +130,36 @@ final class EngineDevice: Sendable {
         let summary = try BundleExporter(store: a.store, keyring: a.engine.keyring).export(to: a.dir.path + "/b.ferry")
         #expect(summary.records == 2 && summary.attachments == 0 && summary.attachmentsLeftOut == 2)
         #expect(try a.store.attachment(other)?.present == false)
+    }
+
+    /// An attachment over this device's MaxAttachmentBytes is not waited for (its record is
+    /// applied at once, without it) nor downloaded again and again to be refused: once, with
+    /// the limit named, until the limit changes.
+    @Test func anAttachmentOverTheLimitHereIsNotFetchedAgainAndAgain() async throws {
+        let log = MemoryLog()
+        let a = try EngineDevice(logs: ["shared": log])
+        let b = try EngineDevice(logs: ["shared": log], configure: { $0.attachmentWait = .seconds(30) },
+                                 store: { $0.maxAttachmentBytes = 1000 })
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        await a.engine.reconcile()
+        try await b.engine.restoreOwner(space: Store.privateSpace, phrase: try a.engine.recoveryPhrase(space: Store.privateSpace))
+        try await a.add("m", log: "shared")
+        let sha = try a.store.putAttachment([UInt8](repeating: 9, count: 5000)).sha256
+        _ = try a.store.put(entity: "doc", id: "big", payload: "{}", attachments: [sha])
+        #expect(try await eventually { try a.store.outbox().isEmpty })
+        try await b.add("m", log: "shared")
+        // Well within the 30 s a missing blob is waited for.
+        #expect(try await eventually(.seconds(10)) { try b.store.get(entity: "doc", id: "big") != nil })
+        #expect(try b.store.attachment(sha)?.present == false)
+        let reads = log.state.withLock { $0.blobReads }
+        #expect(reads == 1)
+        for _ in 0..<3 {
+            try await b.engine.syncNow()
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        #expect(log.state.withLock { $0.blobReads } == reads)
+        let health = try #require(b.engine.health.first)
+        #expect(health.lastRefusal?.contains("MaxAttachmentBytes=1000") == true, "\(health)")
     }
 
     /// Ids that Unicode calls equal (precomposed and decomposed accents, the Kelvin and

@@ -59,6 +59,10 @@ final class TransportRunner: Sendable {
     /// Blobs the host kept as in use, and when it said to ask again (its Retry-After).
     private let blobRemovalNotBefore = Mutex<[BlobKey: ContinuousClock.Instant]>([:])
     private let missingSince = Mutex<[String: ContinuousClock.Instant]>([:])
+    /// Attachments whose blob opened but holds more than this device's `MaxAttachmentBytes`,
+    /// with that limit: not fetched again while the limit stays (each try downloaded the whole
+    /// blob to refuse it again).
+    private let overLimit = Mutex<[String: Int]>([:])
     /// Why the host lost this device's data, when the push loop found out: the pull loop (the
     /// only writer of the cursor) then starts the transport over.
     private let startOverRequest = Mutex<String?>(nil)
@@ -1059,13 +1063,21 @@ final class TransportRunner: Sendable {
         let winners = try await versionsThatCanWin(wanted.map(\.version), among: versions)
         var waitingFor: String?
         var givenUp: [(sha: String, owner: String)] = []
+        var overLimitApplied = false
         for (index, (version, shas)) in wanted.enumerated() where winners.contains(index) {
             for sha in shas where store.attachmentPath(sha) == nil {
                 // A blob refused (a torn copy a sync tool is still writing, or damaged) is waited
                 // for like one not there yet, and then looked for again later.
-                if try await fetchAttachment(sha, of: "\(version.entity)/\(version.id)") == .stored {
+                switch try await fetchAttachment(sha, of: "\(version.entity)/\(version.id)") {
+                case .stored:
                     missingSince.withLock { _ = $0.removeValue(forKey: sha) }
                     continue
+                case .overLimit:
+                    // Waiting would not change it: the record goes without it now.
+                    overLimitApplied = true
+                    continue
+                case .notThere, .refused:
+                    break
                 }
                 let now = ContinuousClock.now
                 let since = missingSince.withLock { m -> ContinuousClock.Instant in
@@ -1089,7 +1101,7 @@ final class TransportRunner: Sendable {
         }
         // Versions that cannot win are applied without their attachments too (as losing
         // versions, which RestoreConflict may bring back): the missing-attachments loop looks.
-        return !givenUp.isEmpty || winners.count < wanted.count
+        return !givenUp.isEmpty || overLimitApplied || winners.count < wanted.count
     }
 
     /// The indexes of `candidates` that can become current: no later version of the same
@@ -1129,11 +1141,16 @@ final class TransportRunner: Sendable {
         /// The blob is there but was refused (it does not open to those bytes): logged and
         /// counted as a refusal.
         case refused
+        /// The blob is there and whole, but the attachment is over this device's
+        /// `MaxAttachmentBytes`: said once, not fetched again while the limit stays.
+        case overLimit
     }
 
     /// Fetches the blob of attachment `sha` (referenced by `owner`, for messages), opens and
     /// verifies it, and stores the attachment.
     private func fetchAttachment(_ sha: String, of owner: String) async throws(SyncFailure) -> Fetched {
+        let limit = store.configuration.maxAttachmentBytes
+        if overLimit.withLock({ $0[sha] }) == limit { return .overLimit }
         let key = keys.blobKey(sha256: sha)
         let sealed = scratchPath("down")
         let plain = scratchPath("plain")
@@ -1150,6 +1167,15 @@ final class TransportRunner: Sendable {
                 opened = true
                 break copies
             case .refused(let error):
+                if case .tooLarge? = error as? BlobSealError {
+                    overLimit.withLock { $0[sha] = limit }
+                    let why = "attachment \(sha.prefix(12))… of \(owner) is larger than this device takes "
+                        + "(MaxAttachmentBytes=\(limit)); its record is applied without it and it is not fetched again: "
+                        + "raise MaxAttachmentBytes in ferryd.conf and restart ferryd to take it"
+                    log(.warning, "\(info.name): \(why)", fields)
+                    healthState.withLock { $0.refused += 1; $0.lastRefusal = why }
+                    return .overLimit
+                }
                 let why = "attachment \(sha.prefix(12))… of \(owner): \(error)"
                 log(.warning, "\(info.name) delivered a blob that was refused: \(why)", fields)
                 healthState.withLock { $0.refused += 1; $0.lastRefusal = why }

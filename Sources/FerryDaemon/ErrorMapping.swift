@@ -34,7 +34,8 @@ enum ErrorMapping {
         case .invalidSpaceName(let s): p["space"] = .string(s); iface = EngineInterface.name
         case .spaceExists(let s): p["space"] = .string(s); iface = EngineInterface.name
         case .batchTooLarge(let count, let limit): p["count"] = .int(Int64(count)); p["limit"] = .int(Int64(limit))
-        case .attachmentMissing(let sha), .attachmentDamaged(let sha): p["sha256"] = .string(sha)
+        case .attachmentMissing(let sha), .attachmentDamaged(let sha), .attachmentNotStored(let sha), .attachmentUnknown(let sha):
+            p["sha256"] = .string(sha)
         case .attachmentMismatch(let expected, let actual): p["expected"] = .string(expected); p["actual"] = .string(actual)
         case .attachmentTooLarge(let size, let limit): p["size"] = .int(Int64(size)); p["limit"] = .int(Int64(limit))
         case .conflictNotFound(let e, let id, let stamp): p["entity"] = .string(e); p["id"] = .string(id); p["hlc"] = .string(stamp)

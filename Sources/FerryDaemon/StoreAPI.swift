@@ -426,7 +426,12 @@ struct StoreAPI: Sendable {
         guard (0...StoreAPI.maxInlineAttachment).contains(maxInline) else {
             throw ErrorMapping.invalidArgument("maxInline", "maxInline is 0 to \(StoreAPI.maxInlineAttachment)")
         }
-        guard let path = store.attachmentPath(sha) else { throw ErrorMapping.varlink(.attachmentMissing(sha256: sha)) }
+        guard let path = store.attachmentPath(sha) else {
+            // Referenced here and not arrived (or set aside just now), or not known at all.
+            let known = try? store.attachment(sha)
+            let awaited = (known ?? nil).map { $0.references > 0 } ?? false
+            throw ErrorMapping.varlink(awaited ? .attachmentMissing(sha256: sha) : .attachmentUnknown(sha256: sha))
+        }
         // Read-only before its path goes out (a store written before files were made 0400).
         _ = chmod(path, 0o400)
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0

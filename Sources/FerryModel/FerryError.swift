@@ -20,6 +20,12 @@ public enum FerryError: Error, Sendable, Equatable, CustomStringConvertible {
     /// it was set aside (`Store.setAttachmentAside`) and counts as missing. On the wire it is
     /// `AttachmentMissing`, with its own message.
     case attachmentDamaged(sha256: String)
+    /// A local write references an attachment whose bytes are not in the store. On the wire it
+    /// is `AttachmentMissing`, with its own message.
+    case attachmentNotStored(sha256: String)
+    /// A read of an attachment the store does not know of (never stored here, or removed once
+    /// nothing referenced it). On the wire it is `AttachmentMissing`, with its own message.
+    case attachmentUnknown(sha256: String)
     case attachmentMismatch(expected: String, actual: String)
     case attachmentTooLarge(size: Int, limit: Int)
     case conflictNotFound(entity: String, id: String, stamp: String)
@@ -45,7 +51,7 @@ public enum FerryError: Error, Sendable, Equatable, CustomStringConvertible {
         case .spaceNotFound: "SpaceNotFound"
         case .spaceExists: "SpaceExists"
         case .batchTooLarge: "BatchTooLarge"
-        case .attachmentMissing, .attachmentDamaged: "AttachmentMissing"
+        case .attachmentMissing, .attachmentDamaged, .attachmentNotStored, .attachmentUnknown: "AttachmentMissing"
         case .attachmentMismatch: "AttachmentMismatch"
         case .attachmentTooLarge: "AttachmentTooLarge"
         case .conflictNotFound: "ConflictNotFound"
@@ -83,9 +89,14 @@ public enum FerryError: Error, Sendable, Equatable, CustomStringConvertible {
         case .batchTooLarge(let count, let limit):
             return "batch of \(count) records is over the limit of \(limit): split it into smaller batches"
         case .attachmentMissing(let sha):
-            return "attachment \(sha) is not in the store: one that a record from another device references may "
-                + "not have arrived yet (the sync engine keeps fetching it, so read it again later); "
-                + "to write a record that references it, upload it first"
+            return "attachment \(sha) is not on this device yet: a record from another device references it and "
+                + "the sync engine keeps fetching it, so read it again later"
+        case .attachmentNotStored(let sha):
+            return "attachment \(sha) is not in the store: store its file first ('ferryctl attach FILE', or PutAttachment), "
+                + "then write the record that references it"
+        case .attachmentUnknown(let sha):
+            return "no attachment \(sha) on this device: it was never stored here, or was removed once nothing referenced it; "
+                + "check the SHA-256, or store the file with 'ferryctl attach FILE'"
         case .attachmentDamaged(let sha):
             return "attachment \(sha) on this device was damaged (its file was gone, cut short or changed outside ferryd): "
                 + "it was set aside and the sync engine fetches it again from a transport that has it, so read it again later; "
@@ -93,7 +104,8 @@ public enum FerryError: Error, Sendable, Equatable, CustomStringConvertible {
         case .attachmentMismatch(let expected, let actual):
             return "attachment content hashes to \(actual), not the expected \(expected): the file changed or was corrupted in transit; upload it again"
         case .attachmentTooLarge(let size, let limit):
-            return "attachment of \(size) bytes is over the limit of \(limit) bytes"
+            return "attachment of \(size) bytes is over the limit of \(limit) bytes: this device stores attachments up to "
+                + "MaxAttachmentBytes ([Store] in ferryd.conf); raise it there and restart ferryd to store larger ones"
         case .conflictNotFound(let e, let id, let stamp):
             return "no losing version \(stamp) is kept for \(e)/\(id): list them with 'ferryctl conflicts'"
         case .invalidTransportName(let n):

@@ -444,7 +444,7 @@ final class Writer: @unchecked Sendable {
                 check.bind(1, sha)
                 let present = try check.step() && check.bool(0)
                 check.reset()
-                if !present { throw FerryError.attachmentMissing(sha256: sha) }
+                if !present { throw FerryError.attachmentNotStored(sha256: sha) }
             }
             let statement = try db.cached("""
                 INSERT INTO attachments (sha256, size, refs, present, touched_at) VALUES (?, 0, 1, 0, ?)

@@ -40,8 +40,9 @@ enum PutCommand: Command {
                                      attachments: attachments.isEmpty ? nil : attachments)
             }
         } catch .client(let error) where error.isNotFound {
-            // An attachment the daemon does not hold: a refused write (exit 1), not a lookup.
-            throw .local(error.description + "; store it first with 'ferryctl attach FILE'")
+            // An attachment the daemon does not hold: a refused write (exit 1), not a lookup. Its
+            // message says to store the file first.
+            throw .local(error.description)
         }
         if context.json {
             Output.json(record: record)

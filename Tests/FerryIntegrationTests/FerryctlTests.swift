@@ -169,6 +169,8 @@ import Testing
         #expect(badAttachment.status == 1, "\(badAttachment)")
         #expect(badAttachment.stderr.contains("io.ferry.Store.AttachmentMissing") && badAttachment.stderr.contains("ferryctl attach FILE"),
                 "\(badAttachment)")
+        #expect(!badAttachment.stderr.contains("keeps fetching") && badAttachment.stderr.components(separatedBy: "ferryctl attach").count == 2,
+                "\(badAttachment)")
 
         let badFilter = try ctl.run(["ls", "note", "--where", "nested.field=1"])
         #expect(badFilter.status == 0 || badFilter.status == 1, "\(badFilter)")
@@ -405,6 +407,8 @@ import Testing
 
         let unknown = try ctl.run(["detach", String(repeating: "a", count: 64)])
         #expect(unknown.status == 3, "\(unknown)")
+        // Never stored here: not said to be on its way.
+        #expect(unknown.stderr.contains("never stored here") && !unknown.stderr.contains("keeps fetching"), "\(unknown)")
         let missing = try ctl.run(["attach", daemon.root + "/no-such-file"])
         #expect(missing.status == 1 && missing.stderr.contains("no-such-file"), "\(missing)")
     }

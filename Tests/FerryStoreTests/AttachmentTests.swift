@@ -182,9 +182,11 @@ import Testing
         let dir = TempDir()
         let store = try makeStore(dir)
         let missing = String(repeating: "a", count: 64)
-        #expect(throws: FerryError.attachmentMissing(sha256: missing)) {
+        let refused = #expect(throws: FerryError.attachmentNotStored(sha256: missing)) {
             try store.put(entity: "doc", id: "1", payload: "{}", attachments: [missing])
         }
+        // On the wire it is AttachmentMissing, and it says what to do for a write.
+        #expect(refused?.code == "AttachmentMissing" && refused?.description.contains("store its file first ('ferryctl attach FILE'") == true)
         #expect(try store.get(entity: "doc", id: "1") == nil)
         try store.putAttachment(Array("hello".utf8))
         let r = try store.put(entity: "doc", id: "1", payload: "{}", attachments: [sha256OfHello])

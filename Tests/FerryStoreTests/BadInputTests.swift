@@ -92,7 +92,7 @@ import Testing
         let unattached = #expect(throws: FerryError.self) {
             try store.putMany([PutRequest(entity: "note", id: "x", payload: "{}"), PutRequest(entity: "note", id: "y", payload: "{}", attachments: [missing])])
         }
-        #expect(unattached == .inBatch(index: 1, .attachmentMissing(sha256: missing)), "\(String(describing: unattached))")
+        #expect(unattached == .inBatch(index: 1, .attachmentNotStored(sha256: missing)), "\(String(describing: unattached))")
         let alone = #expect(throws: FerryError.self) { try store.putMany([PutRequest(entity: "note", payload: "[1]")]) }
         #expect(alone?.code == "InvalidPayload")
         if case .inBatch? = alone { Issue.record("a write of one record is not marked: \(String(describing: alone))") }

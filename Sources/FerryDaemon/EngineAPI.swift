@@ -555,6 +555,15 @@ struct EngineAPI: Sendable {
         if lstat(path, &st) == 0, st.st_mode & S_IFMT != S_IFREG, st.st_mode & S_IFMT != S_IFLNK {
             return "\(path) exists and is not a regular file; pass a new file name or a regular file to replace"
         }
+        // Named before the temporary file's name shows up in an error about it.
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        var dirInfo = stat()
+        if stat(directory, &dirInfo) != 0 {
+            return "the directory \(directory) does not exist (or ferryd cannot reach it); create it, or pass a path in one that does"
+        }
+        if dirInfo.st_mode & S_IFMT != S_IFDIR {
+            return "\(directory) is not a directory; pass a path in a directory"
+        }
         func resolved(_ path: String) -> String? {
             let url = URL(fileURLWithPath: path)
             let name = url.lastPathComponent

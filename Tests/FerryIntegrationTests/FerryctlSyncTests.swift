@@ -84,7 +84,11 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: bundle) }
         let exported = try ca.run(["export", bundle, "--json"])
         #expect(exported.status == 0, "\(exported)")
-        #expect(try exported.json()["records"] == 2)
+        #expect(try exported.json()["records"] == 2 && exported.json()["attachmentsLeftOut"] == 0)
+        // Into a directory that is not there: said so, not in terms of a temporary file.
+        let nowhere = try ca.run(["export", folder.path + "/no-such-dir/b.ferry"])
+        #expect(nowhere.status == 1 && nowhere.stderr.contains("the directory \(folder.path)/no-such-dir does not exist")
+                && !nowhere.stderr.contains("partial"), "\(nowhere)")
         let imported = try cc.run(["import", bundle])
         #expect(imported.status == 0 && imported.stdout.contains("2 applied"), "\(imported)")
         #expect(try await c.records() == a.records())

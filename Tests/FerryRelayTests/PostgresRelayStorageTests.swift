@@ -39,11 +39,15 @@ import Testing
     }
 
     /// /healthz says the process serves; /readyz that its storage answers too: 503 while the
-    /// database is down, 200 again once it is back.
+    /// database is down, 200 again once it is back. Requests that need the database are
+    /// answered 503 with Retry-After meanwhile (not 500: nothing is wrong with them), and the
+    /// log says so once, not once per request.
     @Test func readyzFollowsTheDatabaseAndHealthzDoesNot() throws {
         let cluster = try PostgresCluster()
         let relay = try RelayHarness(backend: .postgresql, conninfo: try cluster.createDatabase())
         try relay.start()
+        let owner = ID128(high: 0xd0, low: 0x3).description
+        let token = try relay.createOwner(owner)
         #expect(try relay.call("GET", "/readyz").status == 200)
         #expect(try relay.call("GET", "/healthz").status == 200)
         cluster.stop()
@@ -52,6 +56,12 @@ import Testing
         #expect((down.json["message"] as? String ?? "").contains("storage"), "\(down.text)")
         #expect(try relay.call("GET", "/healthz").status == 200)
         #expect(relay.log.contains("not ready: the storage does not answer"))
+        for _ in 0..<3 {
+            let pull = try relay.call("GET", "/v1/owners/\(owner)/events", token: token)
+            #expect(pull.status == 503 && pull.json["error"] as? String == "unavailable" && pull.headers["retry-after"] == "5",
+                    "\(pull.status) \(pull.headers) \(pull.text)")
+        }
+        #expect(relay.log.components(separatedBy: "storage cannot be reached").count == 2, "\(relay.log)")
     }
 
     /// Version 2 gave events a BIGSERIAL id as well; from version 3 they are keyed by (owner,

@@ -2,6 +2,7 @@ import FerryCrypto
 import FerryJSON
 import FerrySync
 import Foundation
+import Synchronization
 
 /// The relay's request handling without sockets: resolves a request head to an endpoint,
 /// authenticates it, says how to collect its body, and answers it. `MicroHTTPDServer` drives it;
@@ -22,6 +23,9 @@ public final class RelayService: Sendable {
     let probe: StorageProbe
     /// Keeps a blob's upload and removal in this process from interleaving.
     let blobLocks = BlobLocks()
+    /// When the storage was last logged as unreachable: while it is down every request fails
+    /// alike, so it is said once a minute, not once per request.
+    let unreachableLoggedAt = Mutex<ContinuousClock.Instant?>(nil)
 
     public init(configuration: RelayConfiguration, storage: any RelayStorage, blobs: any BlobStore, logger: RelayLogger,
                 hub: LongPollHub = LongPollHub(), metrics: RelayMetrics = RelayMetrics(),
@@ -222,6 +226,16 @@ public final class RelayService: Sendable {
         case .database(let context, let message):
             logger.error("storage failed while \(context): \(message)")
             return .storage("\(context): \(message)")
+        case .unreachable(let context, let message):
+            // Every request fails alike while the database is down: said once a minute, not each time.
+            let due = unreachableLoggedAt.withLock { last -> Bool in
+                let now = ContinuousClock.now
+                if let last, now - last < .seconds(60) { return false }
+                last = now
+                return true
+            }
+            if due { logger.error("storage cannot be reached (while \(context)): \(message); requests are answered 503 until it answers") }
+            return .storageUnreachable
         }
     }
 

@@ -186,6 +186,9 @@ public enum RelayStorageError: Error, Sendable, Equatable, CustomStringConvertib
     case cursorNeverIssued(owner: OwnerID, cursor: Cursor, newest: Cursor)
     /// The database failed; `context` names the operation.
     case database(context: String, message: String)
+    /// The database could not be reached (a connection refused or broken: PostgreSQL down or
+    /// restarting); `context` names the operation. Nothing changed; the request may be retried.
+    case unreachable(context: String, message: String)
 
     public var description: String {
         switch self {
@@ -194,6 +197,7 @@ public enum RelayStorageError: Error, Sendable, Equatable, CustomStringConvertib
         case .cursorLost(let o, let c, let why): "cursor \(c) of owner \(o) \(why)"
         case .cursorNeverIssued(let o, let c, let newest): "cursor \(c) of owner \(o) was never handed out (the newest is \(newest))"
         case .database(let context, let message): "\(context): \(message)"
+        case .unreachable(let context, let message): "\(context): the database cannot be reached: \(message)"
         }
     }
 }

@@ -50,6 +50,8 @@ public final class PostgresRelayStorage: RelayStorage, Sendable {
                 throw error
             } catch let error as PostgresError where error.isRetryable && attempt < 5 {
                 continue
+            } catch let error as PostgresError where error.isConnectionFailure {
+                throw .unreachable(context: context, message: "\(error)")
             } catch {
                 throw .database(context: context, message: "\(error)")
             }

@@ -11,10 +11,6 @@ enum AttachmentFiles {
         root + "/" + sha.prefix(2) + "/" + sha
     }
 
-    static func exists(_ sha: String, root: String) -> Bool {
-        FileManager.default.fileExists(atPath: path(sha, root: root))
-    }
-
     static func remove(_ sha: String, root: String) {
         unlink(path(sha, root: root))
     }

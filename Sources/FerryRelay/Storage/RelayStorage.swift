@@ -187,7 +187,8 @@ public enum RelayStorageError: Error, Sendable, Equatable, CustomStringConvertib
     /// The database failed; `context` names the operation.
     case database(context: String, message: String)
     /// The database could not be reached (a connection refused or broken: PostgreSQL down or
-    /// restarting); `context` names the operation. Nothing changed; the request may be retried.
+    /// restarting); `context` names the operation. The request may be retried: a push whose
+    /// commit got through before the connection broke is answered as duplicates then.
     case unreachable(context: String, message: String)
 
     public var description: String {

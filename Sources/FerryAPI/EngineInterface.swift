@@ -81,6 +81,22 @@ public enum EngineInterface {
       deliveries: []Delivery
     )
 
+    # A device that can reach a space owner's data on a relay: one live token of the owner.
+    type RelayDevice (
+      # The token's id (16 hex digits), what RelayRevoke takes; never the token itself.
+      id: string,
+      # The name the device gave when it paired (or the operator gave the token).
+      device: string,
+      # owner, editor or viewer.
+      role: string,
+      # Unix milliseconds.
+      createdAt: int,
+      # Unix milliseconds; the relay updates it at most once a minute.
+      lastUsedAt: ?int,
+      # The token this device uses for the space.
+      thisDevice: bool
+    )
+
     # The daemon's state at a glance.
     method Status() -> (
       node: string,
@@ -142,6 +158,17 @@ public enum EngineInterface {
     # What the space's relay holds for its owner: events and bytes stored, blobs, the quota
     # and the last push (Unix milliseconds).
     method RelayUsage(space: ?string, name: ?string) -> (owner: string, url: string, events: ?int, bytes: ?int, blobs: ?int, blobBytes: ?int, quotaBytes: ?int, lastPushAt: ?int)
+
+    # The devices that can reach the space owner's data on the relay (its live tokens), oldest
+    # first, this device's own marked.
+    method RelayDevices(space: ?string, name: ?string) -> (owner: string, url: string, devices: []RelayDevice)
+
+    # Revokes another device's relay token (id from RelayDevices): the relay refuses it from
+    # its next request on, so that device stops syncing through the relay until it pairs
+    # again. This device's own token is refused (InvalidArgument): RemoveTransport stops this
+    # device syncing through the relay. An id the relay has no live token of the owner for is
+    # InvalidArgument too.
+    method RelayRevoke(space: ?string, name: ?string, id: string) -> ()
 
     # Deletes the relay's copy of the space owner's data ("remove my data from the server").
     # The data on this device stays. Remove the transport as well to stop syncing through the

@@ -63,6 +63,30 @@ extension FerryClient {
         }
     }
 
+    /// The devices that can reach the space owner's data on its relay
+    /// (`io.ferry.Engine.RelayDevices`), oldest first, with the owner id and the relay's URL.
+    public func relayDevices(space: String? = nil, name: String? = nil) async throws(FerryClientError) -> (owner: String, url: String, devices: [RelayDevice]) {
+        var parameters: [String: JSONValue] = [:]
+        parameters.setIfPresent("space", space.json)
+        parameters.setIfPresent("name", name.json)
+        let reply = try await call("io.ferry.Engine.RelayDevices", parameters)
+        return try decode { () throws(WireError) in
+            var devices: [RelayDevice] = []
+            for device in try reply.objects("devices") { devices.append(try RelayDevice(json: device)) }
+            return (try reply.string("owner"), try reply.string("url"), devices)
+        }
+    }
+
+    /// Revokes another device's relay token (`io.ferry.Engine.RelayRevoke`), by the id
+    /// `relayDevices` gives: that device stops syncing through the relay until it pairs again.
+    /// This device's own token is refused (`.invalidArgument`); remove the transport instead.
+    public func relayRevoke(space: String? = nil, name: String? = nil, id: String) async throws(FerryClientError) {
+        var parameters: [String: JSONValue] = ["id": .string(id)]
+        parameters.setIfPresent("space", space.json)
+        parameters.setIfPresent("name", name.json)
+        _ = try await call("io.ferry.Engine.RelayRevoke", parameters)
+    }
+
     /// Deletes the relay's copy of the space owner's data (`io.ferry.Engine.RelayDeleteCopy`).
     public func relayDeleteCopy(space: String? = nil, name: String? = nil) async throws(FerryClientError) {
         var parameters: [String: JSONValue] = [:]

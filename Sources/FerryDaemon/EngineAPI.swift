@@ -30,6 +30,8 @@ struct EngineAPI: Sendable {
             "AddTransport": VarlinkMethod { call, _ throws(VarlinkError) in try await addTransport(call.parameters) },
             "RelayPairingCode": VarlinkMethod { call, _ throws(VarlinkError) in try await relayPairingCode(call.parameters) },
             "RelayUsage": VarlinkMethod { call, _ throws(VarlinkError) in try await relayUsage(call.parameters) },
+            "RelayDevices": VarlinkMethod { call, _ throws(VarlinkError) in try await relayDevices(call.parameters) },
+            "RelayRevoke": VarlinkMethod { call, _ throws(VarlinkError) in try await relayRevoke(call.parameters) },
             "RelayDeleteCopy": VarlinkMethod { call, _ throws(VarlinkError) in try await relayDeleteCopy(call.parameters) },
             "RemoveTransport": VarlinkMethod { call, _ throws(VarlinkError) in try await removeTransport(call.parameters) },
             "OwnerPhrase": VarlinkMethod { call, _ throws(VarlinkError) in try await ownerPhrase(call.parameters) },
@@ -409,7 +411,8 @@ struct EngineAPI: Sendable {
 
     /// The relay transport of a space a relay method acts on (`name`, or the only one), with
     /// its URL, token and the space's owner.
-    private func relayAccount(_ p: [String: JSONValue]) async throws(VarlinkError) -> (url: URL, token: String, owner: OwnerID) {
+    private func relayAccount(_ p: [String: JSONValue]) async throws(VarlinkError)
+        -> (url: URL, token: String, owner: OwnerID, name: String, tokenID: String?) {
         let space = p["space"]?.stringValue ?? Store.privateSpace
         try checkSpace(space)
         let store = self.store, sync = self.sync
@@ -429,7 +432,7 @@ struct EngineAPI: Sendable {
                 + "--code CODE', with a code from 'ferryctl relay pair' on a device on the relay, or --token TOKEN from its operator)",
                                                interface: EngineInterface.name)
         }
-        return (url, token, keys.owner)
+        return (url, token, keys.owner, relay.name, TransportConfiguration.tokenID(of: relay))
     }
 
     private static func relayFailure(_ error: TransportFailure) -> VarlinkError {
@@ -456,6 +459,52 @@ struct EngineAPI: Sendable {
             for key in ["events", "bytes", "blobs", "blobBytes", "quotaBytes", "lastPushAt"] { if let v = usage[key] { o[key] = .int(v) } }
             return o
         } catch { throw Self.relayFailure(error) }
+    }
+
+    func relayDevices(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let account = try await relayAccount(p)
+        let tokens: [RelayAccount.DeviceToken]
+        do { tokens = try await RelayAccount.tokens(url: account.url, owner: account.owner, token: account.token) } catch {
+            throw Self.relayFailure(error)
+        }
+        // A relay that does not mark the token asked with: the id this device was paired with.
+        let marked = tokens.contains(where: \.current)
+        let devices: [JSONValue] = tokens.map { t in
+            var o: [String: JSONValue] = ["id": .string(t.id), "device": .string(t.device), "role": .string(t.role),
+                                          "createdAt": .int(t.createdAt),
+                                          "thisDevice": .bool(marked ? t.current : t.id == account.tokenID)]
+            if let last = t.lastUsedAt { o["lastUsedAt"] = .int(last) }
+            return .object(o)
+        }
+        return ["owner": .string(account.owner.description), "url": .string(account.url.absoluteString), "devices": .array(devices)]
+    }
+
+    func relayRevoke(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {
+        let id = p["id"]?.stringValue ?? ""
+        guard RelayAccount.isTokenID(id) else {
+            throw ErrorMapping.invalidArgument("id", "'\(id.prefix(40))' is not a relay token id (16 hex digits); 'ferryctl relay devices' lists them",
+                                               interface: EngineInterface.name)
+        }
+        let account = try await relayAccount(p)
+        let tokens: [RelayAccount.DeviceToken]
+        do { tokens = try await RelayAccount.tokens(url: account.url, owner: account.owner, token: account.token) } catch {
+            throw Self.relayFailure(error)
+        }
+        if id == tokens.first(where: \.current)?.id ?? account.tokenID {
+            throw ErrorMapping.invalidArgument("id", "token \(id) is this device's own for transport \(account.name): revoking it would cut "
+                + "this device off the relay; to stop syncing through it here, remove the transport ('ferryctl transport rm \(account.name)')",
+                                               interface: EngineInterface.name)
+        }
+        let revoked: Bool
+        do {
+            revoked = try await RelayAccount.revoke(url: account.url, owner: account.owner, token: account.token, id: id,
+                                                    what: "revoking token \(id)")
+        } catch { throw Self.relayFailure(error) }
+        guard revoked else {
+            throw ErrorMapping.invalidArgument("id", "the relay has no live token \(id) of owner \(account.owner) (revoked already, or another "
+                + "owner's); 'ferryctl relay devices' lists the live ones", interface: EngineInterface.name)
+        }
+        return [:]
     }
 
     func relayDeleteCopy(_ p: [String: JSONValue]) async throws(VarlinkError) -> [String: JSONValue] {

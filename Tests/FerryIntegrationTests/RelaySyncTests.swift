@@ -179,6 +179,70 @@ import Testing
         }
     }
 
+    /// A user cuts a lost device off from another device: `RelayDevices` lists the owner's
+    /// devices with this one marked (an operator's token as well as a paired one), and
+    /// `RelayRevoke` revokes another device's token, after which that device is refused and the
+    /// others go on. A device's own token, a malformed id and an id already revoked are refused
+    /// with what to do instead, and change nothing; ferryctl shows and does the same.
+    @Test func aLostDeviceIsCutOffFromAnotherDevice() async throws {
+        let (relay, devices, owner) = try await Self.setUp(3, storage: "sqlite")
+        let (a, b, c) = (devices[0], devices[1], devices[2])
+        let bNode = try await b.client().status().node
+        let bToken = try #require(try relay.tokens(owner).first { $0.device.contains(bNode) })
+
+        let (listedOwner, url, seenByA) = try await a.client().relayDevices()
+        #expect(listedOwner == owner && url == relay.url)
+        #expect(Set(seenByA.map(\.id)) == Set(try relay.tokens(owner).map(\.id)) && seenByA.count == 3, "\(seenByA)")
+        let aOwn = try #require(seenByA.first { $0.thisDevice }, "a is marked (its token is the operator's, not a paired one)")
+        #expect(seenByA.filter(\.thisDevice).count == 1 && aOwn.id != bToken.id)
+        let seenByB = try await b.client().relayDevices().devices
+        #expect(seenByB.filter(\.thisDevice).map(\.id) == [bToken.id], "\(seenByB)")
+        #expect(seenByB.allSatisfy { $0.role == "owner" && $0.createdAt > 0 })
+
+        // Its own token: refused, and a keeps syncing.
+        await #expect {
+            try await a.client().relayRevoke(id: aOwn.id)
+        } throws: { error in
+            "\(error)".contains("this device's own") && "\(error)".contains("ferryctl transport rm relay")
+        }
+        await #expect(throws: FerryClientError.self) { try await a.client().relayRevoke(id: "not-an-id") }
+        #expect(try relay.tokens(owner).count == 3)
+
+        // b is lost: a revokes its token. b is refused; a and c go on.
+        try await a.client().relayRevoke(id: bToken.id)
+        #expect(try relay.tokens(owner).map(\.id).contains(bToken.id) == false)
+        let left = try await a.client().relayDevices().devices
+        #expect(left.count == 2)
+        _ = try await b.client().put(entity: "note", id: "from-lost-b", payload: ["v": 1])
+        try await b.client().syncNow()
+        #expect(try await eventually(.seconds(30)) { try await b.transport("relay")?.lastErrorKind == "unauthorized" })
+        _ = try await c.client().put(entity: "note", id: "from-c", payload: ["v": 2])
+        #expect(try await eventually(.seconds(30)) { try await a.records()["from-c"] != nil })
+        _ = try await a.client().put(entity: "note", id: "from-a", payload: ["v": 3])
+        #expect(try await eventually(.seconds(30)) { try await c.records()["from-a"] != nil })
+        let aHasLost = try await a.records()["from-lost-b"] != nil, cHasLost = try await c.records()["from-lost-b"] != nil
+        #expect(!aHasLost && !cHasLost)
+
+        // Revoked already: refused, saying so.
+        await #expect {
+            try await a.client().relayRevoke(id: bToken.id)
+        } throws: { error in "\(error)".contains("no live token \(bToken.id)") }
+
+        // ferryctl: the table marks this device; revoke cuts c off; --json has the ids.
+        let ctl = try CtlRunner(socket: a.harness.socketPath)
+        let table = try ctl.run(["relay", "devices"])
+        #expect(table.status == 0 && table.lines.count == 3, "\(table)")
+        #expect(table.lines.contains { $0.hasPrefix(aOwn.id) && $0.contains("this device") }, "\(table)")
+        let cNode = try await c.client().status().node
+        let cToken = try #require(try relay.tokens(owner).first { $0.device.contains(cNode) })
+        let revoked = try ctl.run(["relay", "revoke", cToken.id])
+        #expect(revoked.status == 0 && revoked.stdout.contains("revoked token \(cToken.id)"), "\(revoked)")
+        let listed = try ctl.run(["relay", "devices", "--json"]).json()
+        #expect(listed["devices"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == [aOwn.id], "\(listed)")
+        let own = try ctl.run(["relay", "revoke", aOwn.id])
+        #expect(own.status != 0 && own.stderr.contains("this device's own"), "\(own)")
+    }
+
     @Test(arguments: RelaySyncTests.backends) func aRelayKilledMidSyncLosesNothing(_ storage: String) async throws {
         let (relay, devices, _) = try await Self.setUp(2, storage: storage)
         let (a, b) = (devices[0], devices[1])

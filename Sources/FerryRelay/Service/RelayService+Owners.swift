@@ -29,14 +29,16 @@ extension RelayService {
         return HTTPResponse(status: 204)
     }
 
-    /// `GET /v1/owners/{owner}/tokens`.
-    func listTokens(_ owner: OwnerID) throws(RelayError) -> HTTPResponse {
+    /// `GET /v1/owners/{owner}/tokens`: `current` marks the token of the request (`caller`), so a
+    /// device can tell its own from the others it may revoke.
+    func listTokens(_ owner: OwnerID, caller: String?) throws(RelayError) -> HTTPResponse {
         let tokens: [TokenInfo]
         do { tokens = try storage.tokens(of: owner) } catch { throw storageFailure(error) }
         return .json(200, ["tokens": .array(tokens.map { t in
             var o: [String: JSONValue] = ["id": .string(t.id), "device": .string(t.device), "role": .string(t.role.rawValue),
                                           "createdAt": .int(t.createdAt)]
             if let last = t.lastUsedAt { o["lastUsedAt"] = .int(last) }
+            if t.id == caller { o["current"] = .bool(true) }
             return .object(o)
         })])
     }

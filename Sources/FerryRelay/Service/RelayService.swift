@@ -193,7 +193,7 @@ public final class RelayService: Sendable {
             case .headBlob(let owner, let key): return .respond(try getBlob(owner, key: key, touching: true))
             case .deleteBlob(let owner, let key): return .respond(try deleteBlob(owner, key: key))
             case .createPairingCode(let owner): return .respond(try createPairingCode(owner))
-            case .listTokens(let owner): return .respond(try listTokens(owner))
+            case .listTokens(let owner): return .respond(try listTokens(owner, caller: request.tokenID))
             case .revokeToken(let owner, let id): return .respond(try revokeToken(owner, id: id))
             }
         } catch {

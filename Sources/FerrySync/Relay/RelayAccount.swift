@@ -6,8 +6,9 @@ import FoundationNetworking
 #endif
 
 /// An owner's account on a relay, beside syncing: pairing (a device that holds a token asks for
-/// a short-lived one-time code; a new device redeems it for a token of its own), the usage
-/// figures, and deleting the relay's copy of the owner's data.
+/// a short-lived one-time code; a new device redeems it for a token of its own), the owner's
+/// tokens (listing and revoking them), the usage figures, and deleting the relay's copy of the
+/// owner's data.
 public enum RelayAccount {
     /// What redeeming a code gave.
     public struct Grant: Sendable {
@@ -51,14 +52,52 @@ public enum RelayAccount {
         Names.isLowercaseHex(text, count: 16)
     }
 
-    /// Revokes the owner's token `id` with `token` (another token of the owner). A token the
-    /// relay no longer has (404) counts as revoked.
-    public static func revoke(url: URL, owner: OwnerID, token: String, id: String) async throws(TransportFailure) {
+    /// Revokes the owner's token `id` with `token` (another token of the owner).
+    /// - Returns: false when the relay has no live token `id` of the owner (never had it, or it
+    ///   was revoked already), which callers replacing their own old token count as revoked.
+    @discardableResult
+    public static func revoke(url: URL, owner: OwnerID, token: String, id: String,
+                              what: String = "revoking the token this device used before") async throws(TransportFailure) -> Bool {
         guard isTokenID(id) else { throw .rejected("revoking a token: \(id.prefix(40)) is not a token id") }
         let session = RelayHTTP.makeSession()
         defer { session.finish() }
         let http = RelayHTTP(base: url, token: token, session: session)
-        _ = try await http.send(http.request("DELETE", "v1/owners/\(owner)/tokens/\(id)"), what: "revoking the token this device used before")
+        let reply = try await http.send(http.request("DELETE", "v1/owners/\(owner)/tokens/\(id)"), what: what)
+        return reply.status != 404
+    }
+
+    /// One live token of an owner on a relay, as `tokens` lists it: the device it was made for.
+    public struct DeviceToken: Sendable, Hashable {
+        /// The token's id (16 lowercase hex digits), what `revoke` takes; never the token.
+        public var id: String
+        /// The device name given when it was made (pairing or the operator's admin command).
+        public var device: String
+        /// `owner`, `editor` or `viewer`.
+        public var role: String
+        /// Unix milliseconds.
+        public var createdAt: Int64
+        /// Unix milliseconds, updated by the relay at most once a minute; nil if never used.
+        public var lastUsedAt: Int64?
+        /// Whether this is the token the listing was asked with (false from a relay that does
+        /// not say).
+        public var current: Bool
+    }
+
+    /// The owner's live tokens, oldest first, asked with `token`.
+    public static func tokens(url: URL, owner: OwnerID, token: String) async throws(TransportFailure) -> [DeviceToken] {
+        let session = RelayHTTP.makeSession()
+        defer { session.finish() }
+        let http = RelayHTTP(base: url, token: token, session: session)
+        let reply = try await http.send(http.request("GET", "v1/owners/\(owner)/tokens"), what: "listing the owner's tokens")
+        guard reply.status == 200, let parsed = try? JSONParser.parse([UInt8](reply.body)), let list = parsed["tokens"]?.arrayValue else {
+            throw .unavailable("listing the owner's tokens: the relay answered HTTP \(reply.status) without a list")
+        }
+        return list.compactMap { entry in
+            guard let id = entry["id"]?.stringValue, isTokenID(id), let created = entry["createdAt"]?.intValue else { return nil }
+            return DeviceToken(id: id, device: entry["device"]?.stringValue ?? "", role: entry["role"]?.stringValue ?? "",
+                               createdAt: created, lastUsedAt: entry["lastUsedAt"]?.intValue,
+                               current: entry["current"]?.boolValue ?? false)
+        }
     }
 
     /// Checks that the relay takes `token` for reading `owner`'s events (one event at most is

@@ -13,10 +13,14 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     public let message: String
     /// The SQL being run, if any (statement text only, never its parameters).
     public let sql: String?
+    /// The server did not answer within the connection's timeout (stalled, or cut off without
+    /// a reset); the session was dropped.
+    public let timedOut: Bool
 
     /// libpq's messages span lines (a tab-indented second line, "connection to server at ...
     /// failed: ..." twice over): they are joined into one, so each error is one log line.
-    public init(call: String, sqlState: String? = nil, message: String, sql: String? = nil) {
+    public init(call: String, sqlState: String? = nil, message: String, sql: String? = nil, timedOut: Bool = false) {
+        self.timedOut = timedOut
         self.call = call
         self.sqlState = sqlState
         self.message = message.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
@@ -28,7 +32,8 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     public var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
     /// A unique or other constraint violation (class 23).
     public var isConstraintViolation: Bool { sqlState?.hasPrefix("23") ?? false }
-    /// The connection itself failed (class 08, or no SQLSTATE because the socket broke).
+    /// The connection itself failed (class 08, or no SQLSTATE because the socket broke or the
+    /// server did not answer in time).
     public var isConnectionFailure: Bool { sqlState == nil || sqlState!.hasPrefix("08") || sqlState == "57P01" }
 
     public var description: String {

@@ -12,12 +12,13 @@ public final class PostgresPool: @unchecked Sendable {
     public let size: Int
 
     /// Opens `size` connections now, so a wrong address or password fails at start.
+    /// - Parameter timeout: each connection's statement timeout (`PostgresConnection.init`).
     /// - Throws: `PostgresError` from the first connection that fails.
-    public init(conninfo: String, size: Int) throws(PostgresError) {
+    public init(conninfo: String, size: Int, timeout: Duration? = nil) throws(PostgresError) {
         precondition(size >= 1, "a pool needs a connection")
         self.size = size
         var connections: [PostgresConnection] = []
-        for _ in 0..<size { connections.append(try PostgresConnection(conninfo: conninfo)) }
+        for _ in 0..<size { connections.append(try PostgresConnection(conninfo: conninfo, timeout: timeout)) }
         idle = connections
         for c in connections { pids[ObjectIdentifier(c)] = c.backendPID }
     }
@@ -34,6 +35,8 @@ public final class PostgresPool: @unchecked Sendable {
     /// then runs once more on a fresh session. (What `body` did on the dropped one was not
     /// committed, or, were the session lost during its COMMIT, is done twice: callers give
     /// bodies whose second run changes nothing more, as the relay's idempotent writes are.)
+    /// A statement that timed out is not run again: the server is not answering, and the
+    /// session is reconnected at its next use instead.
     /// - Throws: what `body` throws, or `PostgresError` when reconnecting fails.
     public func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         condition.lock()
@@ -50,7 +53,7 @@ public final class PostgresPool: @unchecked Sendable {
         if !connection.isHealthy { try connection.reset() }
         do {
             return try body(connection)
-        } catch where !connection.isHealthy {
+        } catch where !connection.isHealthy && (error as? PostgresError)?.timedOut != true {
             try connection.reset()
             return try body(connection)
         }

@@ -64,6 +64,44 @@ import Testing
         #expect(relay.log.components(separatedBy: "storage cannot be reached").count == 2, "\(relay.log)")
     }
 
+    /// A database that stalls (its server processes stopped: connections stay open and nothing
+    /// answers, as when a network drops packets) fails requests within the configured timeout,
+    /// as unreachable (503 with Retry-After), instead of holding them for as long as it lasts; the
+    /// relay keeps serving what needs no database, and works again once the database answers.
+    @Test func aStalledDatabaseFailsRequestsInTimeAndTheRelayRecovers() throws {
+        let cluster = try PostgresCluster()
+        let relay = try RelayHarness(backend: .postgresql, conninfo: try cluster.createDatabase(),
+                                     extraConfig: "\n[PostgreSQL]\nTimeoutSeconds=2\n")
+        try relay.start()
+        let owner = ID128(high: 0xd0, low: 0x4).description
+        let token = try relay.createOwner(owner)
+        #expect(try relay.call("GET", "/v1/owners/\(owner)/events", token: token).status == 200)
+        try cluster.freeze(true)
+        defer { try? cluster.freeze(false) }
+        for _ in 0..<2 {
+            let started = Date()
+            let pull = try relay.call("GET", "/v1/owners/\(owner)/events", token: token)
+            let waited = Date().timeIntervalSince(started)
+            #expect(pull.status == 503 && pull.json["error"] as? String == "unavailable" && pull.headers["retry-after"] == "5",
+                    "\(pull.status) \(pull.headers) \(pull.text)")
+            #expect(waited < 20, "answered after \(waited) s")
+        }
+        #expect(try relay.call("GET", "/healthz").status == 200)
+        try cluster.freeze(false)
+        // Each pooled session that timed out is reconnected at its next use.
+        let envelopes = (0..<3).map { TestEnvelopes.make(owner: ID128(hex: owner)!, stream: TestEnvelopes.stream(), millis: 1000 + Int64($0)) }
+        let batch = Array(("{\"events\":[" + envelopes.map { "\"\(Base64.encode($0.encoded))\"" }.joined(separator: ",") + "]}").utf8)
+        var pushed = 0
+        let deadline = Date().addingTimeInterval(30)
+        while pushed != 200 && Date() < deadline {
+            pushed = try relay.call("POST", "/v1/owners/\(owner)/events", token: token, body: batch).status
+            if pushed != 200 { usleep(100_000) }
+        }
+        #expect(pushed == 200)
+        let after = try relay.call("GET", "/v1/owners/\(owner)/events", token: token)
+        #expect(after.status == 200 && (after.json["events"] as? [Any])?.count == 3, "\(after.status) \(after.text)")
+    }
+
     /// Version 2 gave events a BIGSERIAL id as well; from version 3 they are keyed by (owner,
     /// seq). A version-2 database opened by this build serves the same events after the same
     /// cursors, and a push that replaces stored versions removes them by seq.

@@ -66,6 +66,9 @@ public struct RelayConfiguration: Sendable, Equatable {
     public var postgresConnection: String?
     /// Connections each relay process keeps (plus one that listens for other relays' pushes).
     public var postgresPoolSize = 4
+    /// How long one statement may wait for the database before the request fails as the
+    /// storage being unreachable (503) and the session is reconnected.
+    public var postgresTimeoutSeconds = 30
     // [TLS]
     public var tlsCertificate: String?
     public var tlsKey: String?
@@ -165,6 +168,7 @@ public struct RelayConfiguration: Sendable, Equatable {
                 guard !e.value.isEmpty else { throw fail("expected a libpq connection string, such as host=127.0.0.1 port=5432 dbname=ferry user=ferry") }
                 postgresConnection = e.value
             case ("PostgreSQL", "PoolSize"): postgresPoolSize = Int(try int(1...256))
+            case ("PostgreSQL", "TimeoutSeconds"): postgresTimeoutSeconds = Int(try int(1...3600))
             case ("TLS", "Certificate"):
                 guard e.value.isEmpty || e.value.hasPrefix("/") else { throw fail("expected an absolute path") }
                 tlsCertificate = e.value.isEmpty ? nil : e.value

@@ -31,7 +31,7 @@ extension RelayBackend {
             let target: String
             var taken: [String] = []
             do {
-                let db = try PostgresConnection(conninfo: configuration.postgresConnection ?? "")
+                let db = try PostgresConnection(conninfo: configuration.postgresConnection ?? "", timeout: .seconds(configuration.postgresTimeoutSeconds))
                 target = db.target
                 let tables = try db.execute("SELECT (to_regclass('relay_schema') IS NOT NULL)::int::bigint").int64(0, 0)
                 version = tables == 0 ? nil

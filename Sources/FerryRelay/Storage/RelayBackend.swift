@@ -21,7 +21,8 @@ public struct RelayBackend: Sendable {
             return RelayBackend(storage: storage, blobs: try BlobFiles(root: configuration.blobDirectory), wakes: nil)
         case .postgresql:
             let conninfo = configuration.postgresConnection ?? ""
-            let storage = try PostgresRelayStorage(conninfo: conninfo, poolSize: configuration.postgresPoolSize)
+            let storage = try PostgresRelayStorage(conninfo: conninfo, poolSize: configuration.postgresPoolSize,
+                                                   timeout: .seconds(configuration.postgresTimeoutSeconds))
             let wakes = try PostgresWakeListener(conninfo: conninfo, storage: storage, hub: hub, logger: logger)
             wakes.start()
             logger.info("storage: PostgreSQL at \(storage.target)", ["storage": "postgresql"])
@@ -37,7 +38,8 @@ public struct RelayBackend: Sendable {
             try createStateDirectory(configuration)
             return try SQLiteRelayStorage(path: configuration.databasePath, cacheMiB: configuration.cacheMiB)
         case .postgresql:
-            return try PostgresRelayStorage(conninfo: configuration.postgresConnection ?? "", poolSize: 1)
+            return try PostgresRelayStorage(conninfo: configuration.postgresConnection ?? "", poolSize: 1,
+                                            timeout: .seconds(configuration.postgresTimeoutSeconds))
         }
     }
 

@@ -136,6 +136,24 @@ public final class PostgresCluster: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// Stops (SIGSTOP) or continues (SIGCONT) the postmaster and every server process it
+    /// started: a database that stalls, its connections open and answering nothing.
+    public func freeze(_ frozen: Bool) throws {
+        let text = try String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8)
+        guard let postmaster = text.split(separator: "\n").first.flatMap({ Int32($0) }) else {
+            throw Failure(description: "no postmaster pid in postmaster.pid")
+        }
+        var pids = [postmaster]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = Int32(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { continue }
+            // Fields after "(comm)": state, then the parent's pid.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, Int32(fields[1]) == postmaster { pids.append(pid) }
+        }
+        for pid in pids { kill(pid, frozen ? SIGSTOP : SIGCONT) }
+    }
+
     // MARK: Helpers
 
     static func psqlArguments(port: Int, database: String = "postgres") -> [String] {

@@ -20,10 +20,13 @@ public final class PostgresRelayStorage: RelayStorage, Sendable {
     public let target: String
 
     /// Connects `poolSize` sessions and creates or migrates the schema.
+    /// - Parameter timeout: how long a statement may wait for the database before it fails as
+    ///   `RelayStorageError.unreachable` (a stalled server or a cut network otherwise holds the
+    ///   request until it answers); nil: no limit.
     /// - Throws: `RelayStorageError.database` when connecting or migrating fails.
-    public init(conninfo: String, poolSize: Int) throws(RelayStorageError) {
+    public init(conninfo: String, poolSize: Int, timeout: Duration? = nil) throws(RelayStorageError) {
         do {
-            pool = try PostgresPool(conninfo: conninfo, size: poolSize)
+            pool = try PostgresPool(conninfo: conninfo, size: poolSize, timeout: timeout)
             var name = ""
             try pool.withConnection { db in
                 name = db.target

@@ -462,6 +462,44 @@ import Testing
         #expect(!relay.log.contains(code) && !relay.log.contains(newToken))
     }
 
+    /// Requests refused for their token (401, 403) and pushes refused over a quota (413) are in
+    /// the log, naming the address, the owner and a token's id, never the token; repeats
+    /// within a minute are counted, not logged again.
+    @Test func refusalsAreLoggedOnceAMinuteWithoutTheirTokens() throws {
+        let relay = try RelayHarness()
+        try relay.start()
+        let owner = TestEnvelopes.owner(), other = TestEnvelopes.owner(), small = TestEnvelopes.owner()
+        let token = try relay.createOwner(hex(owner))
+        let otherToken = try relay.createOwner(hex(other))
+        let base = "/v1/owners/\(hex(owner))"
+        let unknown = AccessToken().text
+        for _ in 0..<3 { #expect(try relay.call("GET", base + "/events", token: unknown).status == 401) }
+        #expect(try relay.call("GET", base + "/events").status == 401)
+        #expect(try relay.call("GET", base + "/events", token: otherToken).status == 403)
+        #expect(try relay.call("GET", base + "/events", token: otherToken).status == 403)
+        let otherID = try #require((try relay.call("GET", "/v1/owners/\(hex(other))/tokens", token: otherToken)
+            .json["tokens"] as? [[String: Any]])?.first?["id"] as? String)
+
+        let envelopes = (0..<3).map { TestEnvelopes.make(owner: small, stream: TestEnvelopes.stream(), millis: 1000 + Int64($0), bodySize: 1000) }
+        let smallToken = try relay.createOwner(hex(small), quota: envelopes[0].encoded.count)
+        for envelope in envelopes[1...] {
+            #expect(try relay.call("POST", "/v1/owners/\(hex(small))/events", token: smallToken, body: pushBody([envelopes[0], envelope])).status == 413)
+        }
+        // The refusals were answered before these reads; the log line is written before the answer.
+        #expect(try relay.call("GET", base + "/events", token: token).status == 200)
+        let lines = relay.log.split(separator: "\n")
+        let unauthorized = lines.filter { $0.contains("refused a request") && $0.contains("with 401") }
+        #expect(unauthorized.count == 1, "\(relay.log)")
+        #expect(unauthorized.first.map { $0.contains("for owner \(hex(owner)) from 127.0.0.1") && $0.contains("the token is unknown or revoked") && $0.contains("remote=127.0.0.1") } == true,
+                "\(unauthorized)")
+        let forbidden = lines.filter { $0.contains("refused a request") && $0.contains("with 403") }
+        #expect(forbidden.count == 1 && forbidden.first.map { $0.contains("another owner") && $0.contains("token_id=\(otherID)") } == true, "\(forbidden)")
+        let quota = lines.filter { $0.contains("refused a push or upload") }
+        #expect(quota.count == 1 && quota.first.map { $0.contains("owner \(hex(small))") && $0.contains("ferry-relay admin set-quota \(hex(small)) BYTES") } == true,
+                "\(quota)")
+        for secret in [token, otherToken, smallToken, unknown] { #expect(!relay.log.contains(secret)) }
+    }
+
     /// `--version` and `version` print the version ferryd and ferryctl print, with no storage
     /// or config needed; an unknown command names itself.
     @Test func versionNeedsNothing() throws {

@@ -18,7 +18,7 @@ extension RelayService {
                     return .json(200, ["key": .string(key), "size": .int(stored), "created": false])
                 }
             } catch {
-                throw storageFailure(error)
+                throw storageFailure(error, owner: owner)
             }
             // The bytes go in place before their record: a crash between the two leaves a file
             // without a record, which the next upload of the key replaces.
@@ -32,7 +32,7 @@ extension RelayService {
                 return .json(created ? 201 : 200, ["key": .string(key), "size": .int(Int64(size)), "created": .bool(created)])
             } catch {
                 if case .quotaExceeded = error { blobs.remove(owner, keys: [key]) }
-                throw storageFailure(error)
+                throw storageFailure(error, owner: owner)
             }
         }
     }
@@ -42,7 +42,7 @@ extension RelayService {
     /// referencing a blob it does not upload again.
     func getBlob(_ owner: OwnerID, key: String, touching: Bool = false) throws(RelayError) -> HTTPResponse {
         let size: Int64?
-        do { size = try storage.blobSize(owner, key: key, touching: touching ? now() : nil) } catch { throw storageFailure(error) }
+        do { size = try storage.blobSize(owner, key: key, touching: touching ? now() : nil) } catch { throw storageFailure(error, owner: owner) }
         guard let size else { throw .missing(what: "blob \(key)") }
         return HTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")],
                             body: blobs.body(owner, key: key, size: size))
@@ -58,7 +58,7 @@ extension RelayService {
             do throws(RelayStorageError) {
                 outcome = try storage.deleteBlob(owner, key: key, usedSince: t - grace)
             } catch {
-                throw storageFailure(error)
+                throw storageFailure(error, owner: owner)
             }
             if case .deleted = outcome { blobs.dropped(owner, key: key) }
             return outcome

@@ -34,7 +34,7 @@ extension RelayService {
             do {
                 outcomes = try storage.push(owner, events: incoming, quotaBytes: configuration.defaultQuotaBytes, now: now())
             } catch {
-                throw storageFailure(error)
+                throw storageFailure(error, owner: owner)
             }
             var stored = 0
             for (k, outcome) in outcomes.enumerated() {
@@ -72,7 +72,7 @@ extension RelayService {
         do {
             page = try storage.pull(owner, after: params.after, limit: params.limit, maxBytes: RelayConfiguration.maxPageBytes)
         } catch {
-            throw storageFailure(error)
+            throw storageFailure(error, owner: owner)
         }
         // The device's own events are read (so the cursor moves past them) but not sent back.
         var events = page.events

@@ -26,6 +26,9 @@ public final class RelayService: Sendable {
     /// When the storage was last logged as unreachable: while it is down every request fails
     /// alike, so it is said once a minute, not once per request.
     let unreachableLoggedAt = Mutex<ContinuousClock.Instant?>(nil)
+    /// Refused tokens (per address and status) and refused pushes over a quota (per owner) are
+    /// logged once a minute each, with a count of the repeats in between.
+    let refusalLog: LogThrottle
 
     public init(configuration: RelayConfiguration, storage: any RelayStorage, blobs: any BlobStore, logger: RelayLogger,
                 hub: LongPollHub = LongPollHub(), metrics: RelayMetrics = RelayMetrics(),
@@ -40,6 +43,7 @@ public final class RelayService: Sendable {
         self.now = now
         self.random = random
         pairingFailures = FailureRateLimiter(now: now)
+        refusalLog = LogThrottle(now: now)
         probe = StorageProbe(storage: storage)
     }
 
@@ -102,7 +106,7 @@ public final class RelayService: Sendable {
             let endpoint = try Router.resolve(method: head.method, path: target.path)
             var tokenID: String?
             if let right = endpoint.right, let owner = endpoint.owner {
-                tokenID = try authorize(head.authorization, owner: owner, right: right)
+                tokenID = try authorize(head, owner: owner, right: right)
             }
             let plan: BodyPlan
             switch endpoint {
@@ -136,25 +140,49 @@ public final class RelayService: Sendable {
         return endpoint.name
     }
 
-    /// Checks the bearer token's right on `owner`: the one place rights are enforced.
+    /// Checks the bearer token's right on `owner`: the one place rights are enforced. A refusal
+    /// is logged (`logRefusal`).
     /// - Returns: the token's id.
-    func authorize(_ header: String?, owner: OwnerID, right: Right) throws(RelayError) -> String {
-        guard header != nil else { throw .unauthorized("send Authorization: Bearer <token> (ferry-relay admin create-owner prints one; pairing gives more)") }
+    func authorize(_ head: HTTPRequestHead, owner: OwnerID, right: Right) throws(RelayError) -> String {
+        func refuse(_ error: RelayError, _ why: String, tokenID: String? = nil) -> RelayError {
+            logRefusal(error, why: why, head: head, owner: owner, tokenID: tokenID)
+            return error
+        }
+        let header = head.authorization
+        guard header != nil else {
+            throw refuse(.unauthorized("send Authorization: Bearer <token> (ferry-relay admin create-owner prints one; pairing gives more)"), "no token was sent")
+        }
         guard let token = AccessToken(authorization: header) else {
-            throw .unauthorized("the token is malformed or not sent as Authorization: Bearer TOKEN (a relay's tokens are fr1_ and 43 more characters): copy it again from what 'ferry-relay admin create-owner' printed, or pair with a code from 'ferryctl relay pair'")
+            throw refuse(.unauthorized("the token is malformed or not sent as Authorization: Bearer TOKEN (a relay's tokens are fr1_ and 43 more characters): copy it again from what 'ferry-relay admin create-owner' printed, or pair with a code from 'ferryctl relay pair'"),
+                         "the token is malformed")
         }
         let grant: Authenticated?
         do { grant = try storage.authenticate(tokenHash: token.hash, now: now()) } catch {
             throw storageFailure(error)
         }
-        guard let grant else { throw .unauthorized("the token is unknown or revoked") }
+        guard let grant else { throw refuse(.unauthorized("the token is unknown or revoked"), "the token is unknown or revoked") }
         guard let role = grant.grants[owner] else {
-            throw .forbidden("this token belongs to another owner")
+            throw refuse(.forbidden("this token belongs to another owner"), "the token belongs to another owner", tokenID: grant.tokenID)
         }
         guard role.allows(right) else {
-            throw .forbidden("this token's role (\(role.rawValue)) lacks the \(right.rawValue) right")
+            throw refuse(.forbidden("this token's role (\(role.rawValue)) lacks the \(right.rawValue) right"),
+                         "the token's role (\(role.rawValue)) lacks the \(right.rawValue) right", tokenID: grant.tokenID)
         }
         return grant.tokenID
+    }
+
+    /// Logs a request refused for its token (401, 403): the first from an address with a
+    /// status, then once a minute with the count of those in between, so an operator sees a
+    /// revoked device that keeps trying (or someone guessing) without a line per request.
+    /// Names the address, the owner and the token's id when known, never the token.
+    private func logRefusal(_ error: RelayError, why: String, head: HTTPRequestHead, owner: OwnerID, tokenID: String?) {
+        let status = error.response.status
+        let remote = head.clientAddress(trusting: configuration.trustedProxies)
+        guard let unlogged = refusalLog.admit("\(status) \(remote)") else { return }
+        var fields = ["remote": remote, "owner": owner.description, "status": String(status)]
+        if let tokenID { fields["token_id"] = tokenID }
+        let repeats = unlogged > 0 ? " (and \(unlogged) more from this address since the last such line)" : ""
+        logger.notice("refused a request for owner \(owner) from \(remote) with \(status): \(why)\(repeats)", fields)
     }
 
     /// Answers a prepared request with its collected body.
@@ -185,7 +213,7 @@ public final class RelayService: Sendable {
                 // A pull woken after a wait asks again whether its token still may read: one
                 // revoked while it waited gets 401, not the events that woke it.
                 if case .until = waiting, let right = request.endpoint.right {
-                    _ = try authorize(request.head.authorization, owner: owner, right: right)
+                    _ = try authorize(request.head, owner: owner, right: right)
                 }
                 return try pull(owner, query: request.query, waiting: waiting)
             case .putBlob(let owner, let key): return .respond(try putBlob(owner, key: key, body: body))
@@ -203,10 +231,20 @@ public final class RelayService: Sendable {
     }
 
     /// Maps a storage failure to the wire, logging what the wire does not show.
-    func storageFailure(_ error: RelayStorageError) -> RelayError {
+    /// - Parameter owner: whose request failed, named in the log line of a quota reached.
+    func storageFailure(_ error: RelayStorageError, owner: OwnerID? = nil) -> RelayError {
         switch error {
         case .unknownOwner: return .missing(what: "the owner")
-        case .quotaExceeded(let q, let u, let n): return .quotaExceeded(quotaBytes: q, usedBytes: u, neededBytes: n)
+        case .quotaExceeded(let q, let u, let n):
+            // An owner at its quota is refused on every push until it frees room or the
+            // operator raises it: said once a minute per owner.
+            let who = owner.map { "owner \($0)" } ?? "an owner"
+            if let unlogged = refusalLog.admit("quota \(who)") {
+                let repeats = unlogged > 0 ? " (and \(unlogged) more since the last such line)" : ""
+                logger.notice("refused a push or upload of \(who) with 413: its quota of \(q) bytes would be exceeded (\(u) used, \(n) more needed); raise it with 'ferry-relay admin set-quota \(owner.map(\.description) ?? "OWNER") BYTES'\(repeats)",
+                              owner.map { ["owner": $0.description] } ?? [:])
+            }
+            return .quotaExceeded(quotaBytes: q, usedBytes: u, neededBytes: n)
         case .cursorLost(let owner, let cursor, let why):
             if case .ahead = why {
                 logger.warning("a device of owner \(owner) pulled after cursor \(cursor), which \(why): this relay holds less than the device read (restored from an older backup?); every cursor of the owner handed out so far is refused from now on, so each of its devices starts over",
